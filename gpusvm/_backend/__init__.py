@@ -1,0 +1,135 @@
+"""Backend selection: one backend object per device, picked once from ``device=`` and the inputs.
+
+Rule for ``device="auto"``
+--------------------------
+* any input is a CuPy array (or cupyx sparse matrix)  -> GPU (the data already lives there);
+* otherwise the GPU is used when CuPy imports, a CUDA device answers, and the problem is large enough
+  to pay off: the first input has at least :data:`AUTO_GPU_MIN_SAMPLES` rows (20,000). Below that the
+  cost of moving data and launching kernels outweighs the gain for every solver we ship;
+* otherwise the CPU.
+
+``device="cpu"`` always gives the CPU backend (CuPy inputs are copied to the host by the estimator).
+``device="gpu"`` (or ``"gpu:N"`` for device N) gives the GPU backend or raises ``RuntimeError`` saying why
+no GPU is usable: CuPy is not installed, no CUDA device answers, or the driver reported an error.
+Mixing NumPy/SciPy and CuPy inputs raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .base import Backend, register_op, registered_ops
+
+__all__ = [
+    "AUTO_GPU_MIN_SAMPLES",
+    "Backend",
+    "array_library",
+    "get_backend",
+    "gpu_status",
+    "register_op",
+    "registered_ops",
+]
+
+AUTO_GPU_MIN_SAMPLES = 20_000
+
+
+def array_library(x) -> str | None:
+    """'cupy' for CuPy arrays and cupyx sparse matrices, 'numpy' for anything else, None for None.
+
+    Decided from the type's module so that CuPy is never imported to ask.
+    """
+    if x is None:
+        return None
+    mod = type(x).__module__ or ""
+    if mod.startswith("cupy") or mod.startswith("cupyx"):
+        return "cupy"
+    return "numpy"
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_status(device_id: int = 0) -> tuple[bool, str]:
+    """(usable, reason): whether CUDA device ``device_id`` can be used through CuPy, and why not."""
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken CUDA toolkit install
+        return False, (f"CuPy is not installed or failed to import ({exc}); install gpusvm[cuda12] "
+                       "or gpusvm[cuda13]")
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return False, f"CUDA driver error while counting devices: {exc}"
+    if n == 0:
+        return False, "no CUDA device available"
+    if device_id >= n:
+        return False, f"CUDA device {device_id} requested but only {n} device(s) present"
+    try:
+        with cupy.cuda.Device(device_id):
+            cupy.zeros(1).sum().item()
+    except Exception as exc:
+        return False, f"CUDA driver error on device {device_id}: {exc}"
+    return True, ""
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_backend(device_id: int):
+    from .cupy_backend import CupyBackend
+
+    return CupyBackend(device_id)
+
+
+def _parse_device(device) -> tuple[str, int]:
+    if device is None:
+        return "auto", 0
+    if not isinstance(device, str):
+        raise ValueError(f"The 'device' parameter must be 'auto', 'cpu', 'gpu' or 'gpu:N'. Got {device!r} instead.")
+    d = device.strip().lower()
+    if d in ("auto", "cpu"):
+        return d, 0
+    if d in ("gpu", "cuda"):
+        return "gpu", 0
+    for prefix in ("gpu:", "cuda:"):
+        if d.startswith(prefix) and d[len(prefix):].isdigit():
+            return "gpu", int(d[len(prefix):])
+    raise ValueError(f"The 'device' parameter must be 'auto', 'cpu', 'gpu' or 'gpu:N'. Got {device!r} instead.")
+
+
+def get_backend(device="auto", *arrays) -> Backend:
+    """Return the backend for ``device`` ("auto", "cpu", "gpu" or "gpu:N") and the input ``arrays``.
+
+    See the module docstring for the "auto" rule. Raises ``TypeError`` for mixed NumPy/CuPy inputs and
+    ``RuntimeError`` when "gpu" is asked for and no GPU is usable.
+    """
+    kind, dev_id = _parse_device(device)
+    libs = {}
+    for i, a in enumerate(arrays):
+        lib = array_library(a)
+        if lib is not None:
+            libs.setdefault(lib, []).append(i)
+    if len(libs) > 1:
+        raise TypeError(
+            "Mixed array libraries: inputs at positions "
+            f"{libs['numpy']} are NumPy/SciPy and inputs at positions {libs['cupy']} are CuPy; "
+            "pass all inputs from one library (use cupy.asarray or .get() to convert)."
+        )
+    if kind == "cpu":
+        from .numpy_backend import CPU
+
+        return CPU
+    if kind == "gpu":
+        ok, why = gpu_status(dev_id)
+        if not ok:
+            raise RuntimeError(f"device='gpu' was requested but no GPU is usable: {why}")
+        return _gpu_backend(dev_id)
+    # auto
+    if "cupy" in libs:
+        ok, why = gpu_status(dev_id)
+        if not ok:
+            raise RuntimeError(f"CuPy inputs were given but no GPU is usable: {why}")
+        return _gpu_backend(dev_id)
+    first = next((a for a in arrays if a is not None), None)
+    n = getattr(first, "shape", (0,))[0] if first is not None and getattr(first, "shape", None) else 0
+    if n >= AUTO_GPU_MIN_SAMPLES and gpu_status(dev_id)[0]:
+        return _gpu_backend(dev_id)
+    from .numpy_backend import CPU
+
+    return CPU

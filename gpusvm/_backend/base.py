@@ -1,0 +1,132 @@
+"""The backend protocol shared by the NumPy (CPU) and CuPy (GPU) backends.
+
+A backend object gives a solver everything it needs to run on one device:
+
+* ``be.xp``: the array namespace (``numpy`` or ``cupy``) for ordinary array math;
+* data movement: ``be.asarray``, ``be.to_host``, ``be.sync``;
+* sparse helpers: ``be.issparse``, ``be.dot`` (dense or CSR times dense), ``be.row_sqnorms``, ``be.take_rows``;
+* fused operations (Gram blocks, local SMO, ...). Each fused op is written twice with one signature, a
+  CUDA kernel for the GPU and a NumPy/Numba twin for the CPU, and registered with :func:`register_op`.
+  ``be.<op>(...)`` dispatches to the version for the backend's device. The CPU twin is the reference
+  that GPU tests compare against.
+
+Op modules live in :mod:`gpusvm._backend.ops` and are discovered on first use, so a solver issue adds
+its fused ops in a file of its own without touching the backends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+
+_OPS: dict[str, dict[str, object]] = {}
+_DISCOVERED = False
+_LOCK = threading.Lock()
+
+
+def register_op(name: str, device: str):
+    """Register ``fn(be, *args, **kwargs)`` as fused op ``name`` for ``device`` ("cpu" or "gpu")."""
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+
+    def deco(fn):
+        _OPS.setdefault(name, {})[device] = fn
+        return fn
+
+    return deco
+
+
+def _discover_ops() -> None:
+    global _DISCOVERED
+    with _LOCK:
+        if _DISCOVERED:
+            return
+        from . import ops
+
+        for info in pkgutil.iter_modules(ops.__path__):
+            importlib.import_module(f"{ops.__name__}.{info.name}")
+        _DISCOVERED = True
+
+
+def registered_ops() -> dict[str, tuple[str, ...]]:
+    """Map each fused op's name to the devices it is implemented for."""
+    _discover_ops()
+    return {name: tuple(sorted(impls)) for name, impls in sorted(_OPS.items())}
+
+
+class Backend:
+    """Base class of the per-device backends; see the module docstring."""
+
+    name: str = "?"  # "cpu" or "gpu"
+    xp = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def __getattr__(self, attr):
+        # Only called when normal lookup fails: resolve fused ops from the registry.
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        _discover_ops()
+        impls = _OPS.get(attr)
+        if impls is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute or fused op {attr!r}")
+        fn = impls.get(self.name)
+        if fn is None:
+            raise NotImplementedError(f"fused op {attr!r} has no {self.name} implementation")
+
+        def bound(*args, **kwargs):
+            return fn(self, *args, **kwargs)
+
+        bound.__name__ = attr
+        bound.__doc__ = fn.__doc__
+        return bound
+
+    # ---- to be provided by subclasses -------------------------------------------------------
+    def asarray(self, x, dtype=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_host(self, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Wait for queued device work (no-op on the CPU)."""
+
+    def issparse(self, x) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---- shared helpers written once over ``xp`` --------------------------------------------
+    def dot(self, a, b):
+        """``a @ b`` where ``a`` may be dense or CSR and ``b`` is dense; returns a dense array."""
+        if self.issparse(a):
+            out = a @ b
+            return out.toarray() if self.issparse(out) else self.xp.asarray(out)
+        return a @ b
+
+    def row_sqnorms(self, X, dtype=None):
+        """Squared Euclidean norm of each row of ``X`` (dense or CSR), accumulated in ``dtype``."""
+        xp = self.xp
+        dtype = dtype or X.dtype
+        if self.issparse(X):
+            data = X.data.astype(dtype, copy=False)
+            sq = X.copy()
+            sq.data = data * data
+            return xp.asarray(sq.sum(axis=1), dtype=dtype).ravel()
+        Xd = X.astype(dtype, copy=False)
+        return xp.einsum("ij,ij->i", Xd, Xd)
+
+    def take_rows(self, X, idx):
+        """Rows ``idx`` of a dense or CSR matrix (CSR stays CSR)."""
+        return X[idx]
+
+    def to_dense(self, X):
+        return X.toarray() if self.issparse(X) else X
+
+    def __repr__(self) -> str:
+        return f"<gpusvm {self.name} backend: {self.device_name}>"
+
+    @property
+    def device_name(self) -> str:  # pragma: no cover - overridden
+        return self.name

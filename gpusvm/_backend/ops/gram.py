@@ -1,0 +1,128 @@
+"""Fused op ``gram``: a block of kernel values ``K[i, j] = k(X[i], Y[j])``, tiled under a byte budget.
+
+Every tile is one matrix product (BLAS / cuBLAS, or a CSR product) followed by the elementwise gram
+function, which uses the rows' squared norms for the RBF distance (clipped at 0). On the GPU the
+transform and the write into the output are fused in ``kernels/gram.cu``; on the CPU they are NumPy
+expressions over the tile. The driver below (tiling, sparse handling) is written once for both.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..base import register_op
+
+DEFAULT_MAX_BYTES = 256 * 2**20
+
+
+def _tile_shape(nx, ny, d, itemsize, max_bytes, y_sparse):
+    """Rows and columns of a tile so that the product tile plus any densified Y tile fit ``max_bytes``."""
+    budget = max(1, int(max_bytes) // itemsize)
+    d_cost = d if y_sparse else 0
+    tr = min(nx, max(1, math.isqrt(budget)))
+    tc = min(ny, max(1, budget // (tr + d_cost)))
+    tr = min(nx, max(1, (budget - tc * d_cost) // max(tc, 1)))
+    return tr, tc
+
+
+def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES):
+    xp = be.xp
+    if Y is None:
+        Y = X
+        if y_sqnorm is None:
+            y_sqnorm = x_sqnorm
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
+    dtype = xp.dtype(dtype or xp.result_type(X.dtype, Y.dtype))
+    if dtype not in (xp.float32, xp.float64):
+        raise TypeError(f"gram blocks are float32 or float64, got {dtype}")
+    nx, ny, d = X.shape[0], Y.shape[0], X.shape[1]
+    if X.dtype != dtype:
+        X = X.astype(dtype)
+    if Y.dtype != dtype:
+        Y = Y.astype(dtype)
+    if spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, dtype) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=dtype)
+        y_sqnorm = be.row_sqnorms(Y, dtype) if y_sqnorm is None else xp.asarray(y_sqnorm, dtype=dtype)
+    out = xp.empty((nx, ny), dtype=dtype)
+    x_sparse, y_sparse = be.issparse(X), be.issparse(Y)
+    tr, tc = _tile_shape(nx, ny, d, dtype.itemsize, max_bytes, y_sparse and x_sparse)
+    for c0 in range(0, ny, tc):
+        c1 = min(ny, c0 + tc)
+        Yt = Y[c0:c1]
+        if y_sparse and x_sparse:
+            Yt = Yt.toarray()  # one side dense: CSR @ dense is the fast sparse product
+        yn = y_sqnorm[c0:c1] if y_sqnorm is not None else None
+        for r0 in range(0, nx, tr):
+            r1 = min(nx, r0 + tr)
+            Xt = X[r0:r1]
+            if be.issparse(Yt):  # dense X tile, sparse Y tile
+                prod = be.dot(Yt, Xt.T).T
+            else:
+                prod = be.dot(Xt, Yt.T)
+            xn = x_sqnorm[r0:r1] if x_sqnorm is not None else None
+            transform(be, prod, out[r0:r1, c0:c1], xn, yn, spec)
+    return out
+
+
+def _transform_cpu(be, prod, dst, xn, yn, spec):
+    np = be.xp
+    if spec.kind == "linear":
+        dst[...] = prod
+    elif spec.kind == "poly":
+        dst[...] = (spec.gamma * prod + spec.coef0) ** spec.degree
+    elif spec.kind == "sigmoid":
+        dst[...] = np.tanh(spec.gamma * prod + spec.coef0)
+    else:
+        d = xn[:, None] + yn[None, :] - 2 * prod
+        np.maximum(d, 0, out=d)
+        d *= -spec.gamma
+        np.exp(d, out=dst)
+
+
+def _transform_gpu(be, prod, dst, xn, yn, spec):
+    import cupy as cp
+
+    from ..cuda_source import ctype, get_kernel
+
+    T = prod.dtype.type
+    prod = cp.ascontiguousarray(prod)
+    nrows, ncols = prod.shape
+    if nrows == 0 or ncols == 0:
+        return
+    fn = get_kernel("gram.cu", f"gram_transform<{ctype(prod.dtype)}>", be.device_id)
+    dummy = prod  # never read unless rbf
+    n = nrows * ncols
+    threads = 256
+    blocks = min(65535 * 8, (n + threads - 1) // threads)
+    fn((blocks,), (threads,), (
+        prod, dst, cp.int64(dst.strides[0] // dst.itemsize),
+        xn if xn is not None else dummy, yn if yn is not None else dummy,
+        cp.int64(nrows), cp.int64(ncols), cp.int32(spec.code),
+        T(spec.gamma), T(spec.coef0), cp.int32(spec.degree),
+    ))
+
+
+@register_op("gram", "cpu")
+def gram_cpu(be, X, Y, spec, *, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES):
+    """Gram block ``k(X[i], Y[j])`` of shape (len(X), len(Y)); ``Y=None`` means ``Y = X``.
+
+    Parameters
+    ----------
+    X, Y : {ndarray, CSR matrix} of shape (nx, d) and (ny, d), on the backend's device.
+    spec : GramSpec
+    x_sqnorm, y_sqnorm : ndarray, optional
+        Precomputed squared row norms (RBF only); computed when absent.
+    dtype : float32 or float64, optional
+        Output type; defaults to the inputs' result type.
+    max_bytes : int
+        Bound on any intermediate (a product tile, a densified sparse tile).
+    """
+    return _gram(be, X, Y, spec, _transform_cpu, x_sqnorm, y_sqnorm, dtype, max_bytes)
+
+
+@register_op("gram", "gpu")
+def gram_gpu(be, X, Y, spec, *, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES):
+    """GPU twin of :func:`gram_cpu`; the transform runs in ``gram_transform`` (kernels/gram.cu)."""
+    with be.device:
+        return _gram(be, X, Y, spec, _transform_gpu, x_sqnorm, y_sqnorm, dtype, max_bytes)

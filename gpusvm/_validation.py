@@ -1,0 +1,133 @@
+"""Input and hyperparameter validation with messages that name the parameter, the rule and the value.
+
+Written once for every estimator, for NumPy/SciPy and CuPy inputs alike (CuPy is never imported here:
+arrays are inspected through the backend the estimator picked).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._backend import array_library
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_scalar(value, name, owner, *, kind="float", low=None, high=None, low_open=False,
+                 high_open=False, allow_none=False):
+    """Validate one numeric hyperparameter; raise ``ValueError`` in scikit-learn's wording.
+
+    >>> check_scalar(-1, "C", "SVC", low=0.0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'C' parameter of SVC must be a float in the range (0.0, inf). Got -1 instead.
+    """
+    if value is None and allow_none:
+        return None
+    lo = "-inf" if low is None else low
+    hi = "inf" if high is None else high
+    rng = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
+    what = "an int" if kind == "int" else "a float"
+    msg = f"The {name!r} parameter of {owner} must be {what} in the range {rng}. Got {value!r} instead."
+    if isinstance(value, bool):
+        raise ValueError(msg)
+    if kind == "int":
+        if not isinstance(value, numbers.Integral):
+            raise ValueError(msg)
+    elif not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(msg)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(msg)
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValueError(msg)
+    return value
+
+
+def check_options(value, name, owner, options):
+    """Validate a string hyperparameter against its allowed values."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"The {name!r} parameter of {owner} must be one of {sorted(options)}. Got {value!r} instead.")
+    return value
+
+
+def check_X(X, be, *, name="X", dtype=None, owner=None):
+    """Validate a 2-d feature matrix and put it on backend ``be``.
+
+    Accepts lists, NumPy arrays (C or F order), SciPy sparse matrices (converted to CSR), CuPy arrays
+    and cupyx sparse matrices. Returns a float64 or float32 array or CSR matrix on ``be`` (float32 kept,
+    anything else converted to ``dtype`` or float64). Raises ``ValueError`` for ragged, empty, non-2-d
+    or non-finite input.
+    """
+    where = f" for {owner}" if owner else ""
+    if X is None:
+        raise ValueError(f"Expected a 2-d array for {name!r}{where}, got None.")
+    if array_library(X) == "numpy" and not sp.issparse(X) and not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except ValueError as exc:
+            raise ValueError(f"{name!r}{where} is ragged or not numeric: {exc}") from None
+        if X.dtype == object:
+            raise ValueError(f"{name!r}{where} is ragged or holds non-numeric values.")
+    if sp.issparse(X):
+        X = X.tocsr()
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        got = "a scalar" if shape == () else f"{len(shape)}-d array" if shape is not None else type(X).__name__
+        raise ValueError(
+            f"Expected a 2-d array for {name!r}{where}, got {got}; reshape 1-d data with "
+            "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+        )
+    if shape[0] == 0 or shape[1] == 0:
+        raise ValueError(f"{name!r}{where} is empty: shape {tuple(shape)} (need at least 1 sample and 1 feature).")
+    kind = getattr(X.dtype, "kind", "O")
+    if kind not in "biuf":
+        raise ValueError(f"{name!r}{where} must be numeric, got dtype {X.dtype}.")
+    target = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    X = be.asarray(X, dtype=target)
+    data = X.data if be.issparse(X) else X
+    if not bool(be.xp.isfinite(data).all()):
+        nan = bool(be.xp.isnan(data).any())
+        raise ValueError(f"{name!r}{where} contains {'NaN' if nan else 'infinity'}; remove or impute it first.")
+    if be.issparse(X):
+        X.sum_duplicates()
+    return X
+
+
+def check_y(y, n_samples, *, owner=None):
+    """Validate labels on the host: 1-d, finite, ``n_samples`` long. Returns a NumPy array."""
+    where = f" for {owner}" if owner else ""
+    if array_library(y) == "cupy":
+        y = y.get()
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"'y'{where} must be 1-d, got shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"'y'{where} has {y.shape[0]} labels but X has {n_samples} samples.")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"'y'{where} contains NaN or infinity.")
+    return y
+
+
+def check_sample_weight(sample_weight, n_samples, *, owner=None):
+    """Validate sample weights on the host: None -> ones; length ``n_samples``, finite, non-negative."""
+    where = f" for {owner}" if owner else ""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    if array_library(sample_weight) == "cupy":
+        sample_weight = sample_weight.get()
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim == 0:
+        sw = np.full(n_samples, float(sw))
+    if sw.ndim != 1 or sw.shape[0] != n_samples:
+        raise ValueError(f"'sample_weight'{where} must have shape ({n_samples},), got {sw.shape}.")
+    if not np.isfinite(sw).all():
+        raise ValueError(f"'sample_weight'{where} contains NaN or infinity.")
+    if (sw < 0).any():
+        raise ValueError(f"'sample_weight'{where} has negative values (min {sw.min()}); weights must be >= 0.")
+    return sw
