@@ -1,11 +1,37 @@
 """gpusvm: support vector machines trained fast on GPUs and correctly on CPUs.
 
-Public names only; importing gpusvm never imports CuPy (the GPU backend is loaded when first used).
+Estimators (scikit-learn compatible):
+
+* :class:`SVC`: exact kernel C-SVC (SMO / planning-ahead SMO, batched decomposition on GPU, ALFPGM);
+* :class:`LinearSVC`: linear SVM by dual coordinate descent (LIBLINEAR) or AVSF;
+* :class:`BudgetSVC`: budgeted SGD kernel SVM with multi-merge budget maintenance;
+* :class:`DCSVC`: divide-and-conquer kernel SVM.
+
+Importing gpusvm never imports CuPy, and the estimators are imported lazily on first access.
 """
+
+from importlib import import_module
 
 from ._backend import get_backend, gpu_status
 from ._gram import GramSpec
 
 __version__ = "0.1.0"
 
-__all__ = ["GramSpec", "get_backend", "gpu_status", "__version__"]
+_LAZY = {
+    "SVC": "gpusvm.svc",
+    "LinearSVC": "gpusvm.linear",
+    "BudgetSVC": "gpusvm.budget",
+    "DCSVC": "gpusvm.dcsvm",
+}
+
+__all__ = ["GramSpec", "get_backend", "gpu_status", "__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'gpusvm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

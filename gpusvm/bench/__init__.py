@@ -1,0 +1,1 @@
+"""The benchmark harness (``gpusvm bench``): every solver on every device against scikit-learn."""

@@ -1,0 +1,64 @@
+"""Shared fixtures: one test body over both backends, and the LIBSVM data sets when present."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from gpusvm import get_backend, gpu_status
+from gpusvm.datasets import find_data_dir, load_svmlight
+
+
+def _gpu_reason():
+    ok, why = gpu_status(0)
+    return None if ok else why
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request):
+    """The backend to run on: "cpu" always, "gpu" when a CUDA device answers (skipped otherwise)."""
+    if request.param == "gpu":
+        why = _gpu_reason()
+        if why:
+            pytest.skip(f"no CUDA device available: {why}")
+    return get_backend(request.param)
+
+
+@pytest.fixture
+def gpu_backend():
+    """The GPU backend, or skip."""
+    why = _gpu_reason()
+    if why:
+        pytest.skip(f"no CUDA device available: {why}")
+    return get_backend("gpu")
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """../shared/data (or $GPUSVM_DATA); skips the test when absent."""
+    d = find_data_dir()
+    if d is None:
+        pytest.skip("LIBSVM data sets not found (../shared/data or $GPUSVM_DATA)")
+    return d
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path, n_features):
+    return load_svmlight(path, n_features=n_features)
+
+
+def load_subset(data_dir, name, n, *, n_features=None, seed=0, dense=False):
+    """A stratified random subset of ``n`` rows of LIBSVM file ``name`` (e.g. "a9a.xz")."""
+    from sklearn.model_selection import train_test_split
+
+    X, y = _load(str(data_dir / name), n_features)
+    if n < X.shape[0]:
+        X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+    return (X.toarray() if dense else X), y
+
+
+@pytest.fixture(scope="session")
+def rng():
+    return np.random.default_rng(0)
