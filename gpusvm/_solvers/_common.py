@@ -1,0 +1,107 @@
+"""Pieces shared by the binary dual solvers (SMO, batched SMO, ALFPGM, DC-SVM), written over ``be.xp``.
+
+Notation follows LIBSVM: ``G = Q alpha - 1`` is the gradient of f(alpha) = 1/2 alpha^T Q alpha - sum(alpha)
+(the dual objective to minimize; the reported objective is D = -f), ``-y G`` is the KKT score, and
+
+    I_up  = {t : y_t = +1, alpha_t < C_t} U {t : y_t = -1, alpha_t > 0}
+    I_low = {t : y_t = +1, alpha_t > 0}   U {t : y_t = -1, alpha_t < C_t}.
+
+alpha is optimal within ``tol`` when max_{I_up} -y G - min_{I_low} -y G <= tol.
+"""
+
+from __future__ import annotations
+
+
+def gram_diag(be, X, spec, x_sqnorm=None):
+    """k(x_i, x_i) for every row of ``X`` (float64), without forming any Gram block."""
+    xp = be.xp
+    n = X.shape[0]
+    if spec.kind == "rbf":
+        return xp.ones(n, dtype=xp.float64)
+    sq = be.row_sqnorms(X, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)
+    if spec.kind == "linear":
+        return sq
+    if spec.kind == "poly":
+        return (spec.gamma * sq + spec.coef0) ** spec.degree
+    return xp.tanh(spec.gamma * sq + spec.coef0)
+
+
+def up_low_masks(be, y, alpha, C):
+    """Boolean masks of I_up and I_low."""
+    pos = y > 0
+    below = alpha < C
+    above = alpha > 0
+    up = (pos & below) | (~pos & above)
+    low = (pos & above) | (~pos & below)
+    return up, low
+
+
+def kkt_extremes(be, y, alpha, G, C):
+    """(m, M) = (max over I_up, min over I_low) of -y G, as 0-d device arrays (no host sync).
+
+    An empty set gives -inf / +inf.
+    """
+    xp = be.xp
+    up, low = up_low_masks(be, y, alpha, C)
+    s = -y * G
+    m = xp.max(xp.where(up, s, -xp.inf))
+    M = xp.min(xp.where(low, s, xp.inf))
+    return m, M
+
+
+def kkt_gap(be, y, alpha, G, C) -> float:
+    """max_{I_up} -y G - min_{I_low} -y G as a Python float (one host sync)."""
+    m, M = kkt_extremes(be, y, alpha, G, C)
+    return float(m - M)
+
+
+def dual_objective(be, alpha, G) -> float:
+    """D(alpha) = sum(alpha) - 1/2 alpha^T Q alpha computed from G = Q alpha - 1."""
+    xp = be.xp
+    return float(0.5 * xp.sum(alpha) - 0.5 * xp.dot(alpha, G))
+
+
+def bias(be, y, alpha, G, C) -> float:
+    """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
+    the mean of y G over free variables, or the midpoint of the feasible interval when none is free."""
+    xp = be.xp
+    yG = y * G
+    at_up = alpha >= C
+    at_low = alpha <= 0
+    free = ~(at_up | at_low)
+    n_free = int(xp.count_nonzero(free))
+    if n_free > 0:
+        rho = float(xp.sum(xp.where(free, yG, 0.0))) / n_free
+    else:
+        pos = y > 0
+        ub_mask = (at_up & ~pos) | (at_low & pos)
+        lb_mask = (at_up & pos) | (at_low & ~pos)
+        ub = float(xp.min(xp.where(ub_mask, yG, xp.inf)))
+        lb = float(xp.max(xp.where(lb_mask, yG, -xp.inf)))
+        if not (ub < float("inf")):
+            ub = lb
+        if not (lb > -float("inf")):
+            lb = ub
+        rho = 0.5 * (ub + lb)
+    return -rho
+
+
+def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None, dtype=None):
+    """G = Q alpha - 1 from scratch, touching only the Gram rows of the nonzero alphas (warm starts)."""
+    xp = be.xp
+    n = X.shape[0]
+    G = -xp.ones(n, dtype=xp.float64)
+    sv = xp.nonzero(alpha > 0)[0]
+    if sv.shape[0] == 0:
+        return G
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    kw = {} if max_bytes is None else {"max_bytes": max_bytes}
+    step = 2048
+    for s0 in range(0, int(sv.shape[0]), step):
+        idx = sv[s0:s0 + step]
+        K = be.gram(be.take_rows(X, idx), X, spec,
+                    x_sqnorm=None if x_sqnorm is None else x_sqnorm[idx],
+                    y_sqnorm=x_sqnorm, dtype=dtype, **kw)
+        G += y * (K.T.astype(xp.float64) @ (alpha[idx] * y[idx]))
+    return G

@@ -1,0 +1,118 @@
+"""Gram-row cache: rows ``K[i, :]`` of the training Gram matrix kept on the device under a byte budget.
+
+Least-recently-used rows are evicted first. Misses of one request are computed together with a single
+``be.gram`` call (one matrix product), which is what the batched decomposition and ALFPGM need: they ask
+for the rows of a whole working set at once. When the full n x n matrix fits the budget, every row
+stays, so the matrix is formed only when it fits and is reused (a row is never computed twice).
+
+Bookkeeping (which row sits in which slot) is on the host: one device-to-host copy of the requested
+indices per request, not per element.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class GramRowCache:
+    """LRU cache of Gram rows of ``X`` on backend ``be``.
+
+    Parameters
+    ----------
+    be : Backend
+    X : {array, CSR matrix} of shape (n, d) on ``be``
+    spec : GramSpec
+    cache_bytes : int
+        Budget for the stored rows (a row costs ``n * itemsize`` bytes).
+    dtype : float32 or float64
+        Type of the stored Gram values.
+    x_sqnorm : array of shape (n,), optional
+        Squared row norms of X (RBF), computed when absent.
+    """
+
+    def __init__(self, be, X, spec, *, cache_bytes, dtype=None, x_sqnorm=None):
+        xp = be.xp
+        self.be, self.X, self.spec = be, X, spec
+        self.n = int(X.shape[0])
+        self.dtype = xp.dtype(dtype or xp.float64)
+        if x_sqnorm is None and spec.kind == "rbf":
+            x_sqnorm = be.row_sqnorms(X, self.dtype)
+        self.x_sqnorm = None if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=self.dtype)
+        row_bytes = self.n * self.dtype.itemsize
+        self.capacity = int(min(self.n, max(0, int(cache_bytes) // max(row_bytes, 1))))
+        self._store = None  # allocated on first store, capacity x n
+        self._slot: OrderedDict[int, int] = OrderedDict()  # row index -> slot, in LRU order
+        self._free = list(range(self.capacity - 1, -1, -1))
+        self.hits = 0
+        self.misses = 0
+
+    def _compute(self, idx_dev):
+        be = self.be
+        return be.gram(be.take_rows(self.X, idx_dev), self.X, self.spec,
+                       x_sqnorm=None if self.x_sqnorm is None else self.x_sqnorm[idx_dev],
+                       y_sqnorm=self.x_sqnorm, dtype=self.dtype)
+
+    def rows(self, idx):
+        """Gram rows ``K[idx, :]`` as a new (len(idx), n) array on the device.
+
+        ``idx`` may be a device array or a sequence of ints; duplicates are allowed.
+        """
+        be, xp = self.be, self.be.xp
+        idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
+        k = len(idx_host)
+        out = xp.empty((k, self.n), dtype=self.dtype)
+        if k == 0:
+            return out
+        if self.capacity == 0:
+            self.misses += k
+            out[...] = self._compute(xp.asarray(idx_host))
+            return out
+        if self._store is None:
+            self._store = xp.empty((self.capacity, self.n), dtype=self.dtype)
+        requested = set(idx_host)
+        hit_pos, hit_slots, miss_rows = [], [], []
+        for p, i in enumerate(idx_host):
+            s = self._slot.get(i)
+            if s is None:
+                miss_rows.append(i)
+            else:
+                self._slot.move_to_end(i)
+                hit_pos.append(p)
+                hit_slots.append(s)
+        self.hits += len(hit_pos)
+        if hit_pos:
+            out[xp.asarray(hit_pos)] = self._store[xp.asarray(hit_slots)]
+        if miss_rows:
+            uniq = list(dict.fromkeys(miss_rows))
+            self.misses += len(uniq)
+            K = self._compute(xp.asarray(uniq))
+            where = {i: r for r, i in enumerate(uniq)}
+            miss_pos = [p for p, i in enumerate(idx_host) if i in where]
+            out[xp.asarray(miss_pos)] = K[xp.asarray([where[idx_host[p]] for p in miss_pos])]
+            # store as many new rows as fit, evicting least recently used rows not in this request
+            store_rows, store_slots = [], []
+            for r, i in enumerate(uniq):
+                slot = self._take_slot(requested)
+                if slot is None:
+                    break
+                self._slot[i] = slot
+                store_rows.append(r)
+                store_slots.append(slot)
+            if store_rows:
+                self._store[xp.asarray(store_slots)] = K[xp.asarray(store_rows)]
+        return out
+
+    def _take_slot(self, protected):
+        if self._free:
+            return self._free.pop()
+        for i in self._slot:  # oldest first
+            if i not in protected:
+                return self._slot.pop(i)
+        return None
+
+    def __contains__(self, i) -> bool:
+        return int(i) in self._slot
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self._store is None else int(self._store.nbytes)
