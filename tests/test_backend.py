@@ -1,0 +1,165 @@
+"""Backend selection, import hygiene, the fused-op registry and the CUDA source loader."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import gpusvm
+from gpusvm import get_backend, gpu_status
+from gpusvm._backend import AUTO_GPU_MIN_SAMPLES, array_library, registered_ops
+from gpusvm._backend.cuda_source import declared_instantiations, kernel_files, kernel_source
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fake_cupy_array():
+    # array_library decides from the type's module, so a stand-in type from module "cupy" is enough
+    # to exercise the mixed-input rule on a machine without CuPy.
+    return type("ndarray", (), {"__module__": "cupy", "shape": (3, 2)})()
+
+
+def test_import_does_not_import_cupy_or_numba():
+    code = ("import sys, gpusvm; gpusvm.get_backend('cpu'); "
+            "bad = [m for m in ('cupy', 'cupyx', 'numba') if m in sys.modules]; "
+            "assert not bad, bad; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_cpu_backend_and_auto_on_small_numpy():
+    be = get_backend("cpu")
+    assert be.name == "cpu" and be.xp is np and not be.is_gpu
+    X = np.zeros((10, 3))
+    assert get_backend("auto", X).name == "cpu"
+    assert get_backend(None, X).name == "cpu"
+
+
+def test_auto_rule_threshold_is_documented():
+    doc = sys.modules["gpusvm._backend"].__doc__
+    assert "AUTO_GPU_MIN_SAMPLES" in doc and "20,000" in doc
+
+
+def test_auto_uses_cpu_without_gpu_even_when_large():
+    if gpu_status()[0]:
+        pytest.skip("a GPU is present: auto picks it for large inputs")
+    X = np.zeros((AUTO_GPU_MIN_SAMPLES, 1))
+    assert get_backend("auto", X).name == "cpu"
+
+
+def test_gpu_request_without_gpu_says_why():
+    ok, why = gpu_status()
+    if ok:
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="no GPU is usable") as exc:
+        get_backend("gpu")
+    assert why in str(exc.value)
+
+
+@pytest.mark.parametrize("device", ["tpu", "gpu:x", 3, "cpu0"])
+def test_bad_device_names(device):
+    with pytest.raises(ValueError, match="'device' parameter"):
+        get_backend(device)
+
+
+def test_mixed_numpy_and_cupy_inputs_raise_type_error():
+    X = np.zeros((3, 2))
+    with pytest.raises(TypeError, match="NumPy/SciPy") as exc:
+        get_backend("auto", X, _fake_cupy_array())
+    assert "CuPy" in str(exc.value)
+    with pytest.raises(TypeError):
+        get_backend("cpu", sp.csr_matrix(X), _fake_cupy_array())
+
+
+def test_array_library():
+    assert array_library(None) is None
+    assert array_library(np.zeros(2)) == "numpy"
+    assert array_library(sp.csr_matrix((2, 2))) == "numpy"
+    assert array_library([1, 2]) == "numpy"
+    assert array_library(_fake_cupy_array()) == "cupy"
+
+
+def test_every_fused_op_has_a_cpu_twin():
+    ops = registered_ops()
+    assert "gram" in ops
+    for name, devices in ops.items():
+        assert "cpu" in devices, f"fused op {name!r} has no CPU implementation"
+
+
+def test_unknown_op_is_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_op"):
+        get_backend("cpu").no_such_op
+
+
+def test_row_sqnorms_dense_and_sparse():
+    be = get_backend("cpu")
+    X = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_allclose(be.row_sqnorms(X), (X ** 2).sum(1))
+    np.testing.assert_allclose(be.row_sqnorms(sp.csr_matrix(X)), (X ** 2).sum(1))
+
+
+# ---- CUDA sources -----------------------------------------------------------------------------
+
+def test_every_kernel_file_declares_instantiations():
+    files = kernel_files()
+    assert "gram.cu" in files
+    for f in files:
+        names = declared_instantiations(f)
+        src = kernel_source(f)
+        for n in names:
+            base = n.split("<")[0]
+            assert re.search(rf"__global__\s+void\s+{base}\s*\(", src), f"{f}: no kernel {base}"
+
+
+def test_every_kernel_python_asks_for_is_declared():
+    pattern = re.compile(r'get_kernel\(\s*"([\w.]+)"\s*,\s*f?"(\w+)<')
+    found = 0
+    for py in (ROOT / "gpusvm").rglob("*.py"):
+        for fname, kname in pattern.findall(py.read_text(encoding="utf-8")):
+            found += 1
+            assert fname in kernel_files(), f"{py.name} asks for missing file {fname}"
+            decl = {d.split("<")[0] for d in declared_instantiations(fname)}
+            assert kname in decl, f"{py.name} asks for {kname} which {fname} does not declare"
+    assert found >= 1
+
+
+def test_get_kernel_refuses_undeclared_names():
+    from gpusvm._backend.cuda_source import get_kernel
+
+    with pytest.raises(KeyError, match="does not declare"):
+        get_kernel("gram.cu", "gram_transform<int>")
+
+
+def test_includes_are_inlined():
+    src = kernel_source("gram.cu")
+    assert '#include "common.cuh"' not in src
+    assert "gpusvm_gram_value" in src
+
+
+# ---- GPU twins ----------------------------------------------------------------------------------
+
+def test_gpu_gram_matches_cpu_twin(gpu_backend):
+    from gpusvm import GramSpec
+
+    cpu = get_backend("cpu")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 17))
+    for kind in ("linear", "poly", "rbf", "sigmoid"):
+        spec = GramSpec(kind, gamma=0.05, coef0=0.1, degree=2)
+        for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-5)):
+            Kc = cpu.gram(X.astype(dtype), X[:50].astype(dtype), spec)
+            Kg = gpu_backend.to_host(gpu_backend.gram(gpu_backend.asarray(X, dtype), gpu_backend.asarray(X[:50], dtype), spec))
+            np.testing.assert_allclose(Kg, Kc, rtol=rtol, atol=rtol)
+
+
+def test_gpu_backend_reports_device(gpu_backend):
+    assert gpu_backend.is_gpu
+    assert isinstance(gpu_backend.device_name, str) and gpu_backend.device_name
+    assert gpusvm.get_backend("auto", gpu_backend.asarray(np.zeros((2, 2)))).is_gpu

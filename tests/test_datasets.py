@@ -1,0 +1,71 @@
+"""LIBSVM file reading (plain and compressed), the chess-board, bundled data."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from gpusvm.datasets import load_bundled, load_svmlight, make_chessboard
+
+
+@pytest.fixture
+def svm_text(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 6))
+    X[X < 0.5] = 0
+    y = rng.choice([1.0, 2.0], size=20)  # labels as in skin_nonskin: kept as read
+    path = tmp_path / "plain.txt"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return X, y, path.read_bytes()
+
+
+@pytest.mark.parametrize("suffix, opener", [("", open), (".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open)])
+def test_load_svmlight_formats(tmp_path, svm_text, suffix, opener):
+    X, y, raw = svm_text
+    path = tmp_path / f"data.svm{suffix}"
+    with opener(path, "wb") as f:
+        f.write(raw)
+    Xr, yr = load_svmlight(path)
+    np.testing.assert_array_equal(yr, y)
+    assert set(np.unique(yr)) <= {1.0, 2.0}
+    width = Xr.shape[1]
+    np.testing.assert_allclose(Xr.toarray(), X[:, :width])
+    Xw, _ = load_svmlight(path, n_features=10, dtype=np.float32)
+    assert Xw.shape == (20, 10) and Xw.dtype == np.float32
+
+
+def test_load_svmlight_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_svmlight(tmp_path / "nope.xz")
+
+
+def test_real_file_if_present(data_dir):
+    X, y = load_svmlight(data_dir / "heart_scale.xz")
+    assert X.shape == (270, 13)
+    assert sorted(np.unique(y)) == [-1.0, 1.0]
+
+
+def test_chessboard():
+    X, y = make_chessboard(2000, n_tiles=4, random_state=0)
+    assert X.shape == (2000, 2) and ((X >= 0) & (X < 1)).all()
+    tiles = (X * 4).astype(int)
+    np.testing.assert_array_equal(y, np.where(tiles.sum(1) % 2 == 0, 1, -1))
+    assert 0.4 < (y > 0).mean() < 0.6
+    X2, _ = make_chessboard(2000, n_tiles=4, random_state=0)
+    np.testing.assert_array_equal(X, X2)
+    with pytest.raises(ValueError, match="n_samples"):
+        make_chessboard(0)
+
+
+def test_bundled():
+    X, y = load_bundled("digits")
+    assert X.shape == (1797, 64) and len(np.unique(y)) == 10 and X.max() <= 1.0
+    X, y = load_bundled("breast_cancer")
+    assert X.shape == (569, 30) and abs(X.mean()) < 1e-8
+    with pytest.raises(ValueError, match="'name'"):
+        load_bundled("iris")

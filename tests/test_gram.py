@@ -1,0 +1,128 @@
+"""Gram blocks against scikit-learn's pairwise kernels, on both backends, dense and CSR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import pairwise_kernels
+
+from gpusvm import GramSpec
+
+KINDS = ["linear", "poly", "rbf", "sigmoid"]
+SHAPES = [  # (nx, ny, d)
+    (1, 7, 5),  # one row
+    (9, 1, 5),  # one column
+    (13, 11, 1),  # one feature
+    (6, 8, 40),  # more features than rows
+    (57, 43, 9),  # several tiles in both directions under the small budget
+]
+
+
+def _reference(X, Y, spec):
+    kw = {"linear": {}, "rbf": {"gamma": spec.gamma},
+          "sigmoid": {"gamma": spec.gamma, "coef0": spec.coef0},
+          "poly": {"gamma": spec.gamma, "coef0": spec.coef0, "degree": spec.degree}}[spec.kind]
+    return pairwise_kernels(np.asarray(X, np.float64), np.asarray(Y, np.float64), metric=spec.kind, **kw)
+
+
+def _data(nx, ny, d, seed, density=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(nx, d))
+    Y = rng.normal(size=(ny, d))
+    if density is not None:
+        X[rng.random(X.shape) > density] = 0
+        Y[rng.random(Y.shape) > density] = 0
+    return X, Y
+
+
+def _on(be, A, fmt, dtype):
+    A = A.astype(dtype)
+    if fmt == "csr":
+        A = sp.csr_matrix(A)
+    elif fmt == "F":
+        A = np.asfortranarray(A)
+    return be.asarray(A)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("fmt", ["C", "F", "csr", "mixed"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_matches_sklearn(backend, kind, shape, fmt, dtype):
+    nx, ny, d = shape
+    X, Y = _data(nx, ny, d, seed=nx * 100 + ny, density=0.5 if fmt in ("csr", "mixed") else None)
+    spec = GramSpec(kind, gamma=0.7 / d, coef0=0.3, degree=3)
+    ref = _reference(X, Y, spec)
+    Xb = _on(backend, X, "csr" if fmt == "mixed" else fmt, dtype)
+    Yb = _on(backend, Y, "C" if fmt == "mixed" else fmt, dtype)
+    # a budget of a few hundred bytes forces many tiles in both directions
+    K = backend.to_host(backend.gram(Xb, Yb, spec, max_bytes=37 * np.dtype(dtype).itemsize))
+    assert K.shape == (nx, ny) and K.dtype == dtype
+    if dtype == np.float64:
+        np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12)
+    else:
+        np.testing.assert_allclose(K, ref, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("fmt", ["C", "csr"])
+def test_gram_sparse_by_dense_and_dense_by_sparse(backend, fmt):
+    X, Y = _data(20, 15, 30, seed=3, density=0.3)
+    spec = GramSpec("rbf", gamma=0.05)
+    ref = _reference(X, Y, spec)
+    Xb = _on(backend, X, "C", np.float64)
+    Yb = _on(backend, Y, "csr", np.float64)
+    K = backend.to_host(backend.gram(Xb, Yb, spec, max_bytes=300))
+    np.testing.assert_allclose(K, ref, rtol=1e-10)
+
+
+def test_gram_symmetric_default_and_precomputed_norms(backend):
+    X, _ = _data(31, 1, 6, seed=5)
+    spec = GramSpec("rbf", gamma=0.4)
+    Xb = backend.asarray(X)
+    K = backend.gram(Xb, None, spec)
+    sq = backend.row_sqnorms(Xb)
+    K2 = backend.gram(Xb, Xb, spec, x_sqnorm=sq, y_sqnorm=sq, max_bytes=64)
+    np.testing.assert_allclose(backend.to_host(K), _reference(X, X, spec), rtol=1e-10)
+    np.testing.assert_allclose(backend.to_host(K2), backend.to_host(K), rtol=1e-12)
+    # RBF distances are clipped at 0, so the diagonal never exceeds 1 and equals it to rounding
+    diag = np.diag(backend.to_host(K))
+    assert (diag <= 1.0).all()
+    np.testing.assert_allclose(diag, 1.0, rtol=0, atol=1e-12)
+
+
+def test_gram_output_dtype_and_feature_mismatch(backend):
+    X, Y = _data(5, 4, 3, seed=1)
+    spec = GramSpec("linear")
+    K = backend.gram(backend.asarray(X), backend.asarray(Y), spec, dtype=np.float32)
+    assert backend.to_host(K).dtype == np.float32
+    with pytest.raises(ValueError, match="features"):
+        backend.gram(backend.asarray(X), backend.asarray(Y[:, :2]), spec)
+
+
+def test_tile_shapes_respect_budget():
+    from gpusvm._backend.ops.gram import _tile_shape
+
+    for nx, ny, d, budget, ysp in [(1000, 1000, 10, 8000, False), (7, 100000, 50, 80000, True),
+                                    (100000, 3, 1, 800, False), (5, 5, 1000, 8, True)]:
+        tr, tc = _tile_shape(nx, ny, d, 8, budget, ysp)
+        assert 1 <= tr <= nx and 1 <= tc <= ny
+        elems = tr * tc + (tc * d if ysp else 0)
+        # within budget unless a single row/column alone exceeds it
+        assert elems * 8 <= budget or (tr == 1 and (tc == 1 or not ysp))
+
+
+@pytest.mark.parametrize("kwargs, param", [
+    ({"kind": "laplacian"}, "kernel"),
+    ({"kind": "rbf", "gamma": 0.0}, "gamma"),
+    ({"kind": "rbf", "gamma": -1.0}, "gamma"),
+    ({"kind": "rbf", "gamma": float("nan")}, "gamma"),
+    ({"kind": "poly", "degree": 0}, "degree"),
+    ({"kind": "poly", "degree": 2.5}, "degree"),
+    ({"kind": "sigmoid", "coef0": float("inf")}, "coef0"),
+])
+def test_gram_spec_rejects_bad_hyperparameters(kwargs, param):
+    with pytest.raises(ValueError, match=f"'{param}' parameter") as exc:
+        GramSpec(**kwargs)
+    bad = next(iter(kwargs.values())) if param == "kernel" else kwargs.get(param)
+    assert repr(bad) in str(exc.value)
