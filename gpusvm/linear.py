@@ -1,0 +1,208 @@
+"""LinearSVC: the linear SVM trained by dual coordinate descent (LIBLINEAR) or AVSF, on CPU or GPU."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.validation import check_is_fitted
+
+from ._backend import array_library, get_backend
+from ._solvers.dcd import LOSSES, METHODS, dcd_linear
+from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+
+__all__ = ["LinearSVC"]
+
+
+class LinearSVC(ClassifierMixin, BaseEstimator):
+    """Linear support vector classifier trained in the dual by coordinate descent.
+
+    Solves, for each binary problem (one-vs-rest for more than two classes),
+
+        min_w  1/2 ||w~||^2 + sum_i C_i loss(y_i <w~, x~_i>),   x~_i = [x_i, intercept_scaling]
+
+    where the bias is the weight of an extra constant feature and is regularized, as in LIBLINEAR and
+    scikit-learn's LinearSVC; ``C_i`` is ``C`` times the class weight and the sample weight.
+
+    Parameters
+    ----------
+    C : float > 0, default=1.0
+        Cost of the loss term.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        L1-loss (hinge, the subject of the AVSF paper) or L2-loss SVM. Note scikit-learn's default is
+        "squared_hinge".
+    tol : float > 0, default=1e-4
+        Stop when the spread ``v_max - v_min`` of the dual projected gradient over a sweep of all
+        variables is at most ``tol`` (LIBLINEAR's criterion; scikit-learn passes ``tol`` the same way).
+    solver : {"dcd", "avsf"}, default="avsf"
+        "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
+        variable selection frequencies (Glasmachers & Dogan 2013), much faster for large ``C``.
+        See :mod:`gpusvm._solvers.dcd`.
+    fit_intercept : bool, default=True
+    intercept_scaling : float > 0, default=1.0
+        Value of the constant feature; ``intercept_ = intercept_scaling * w_bias``.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` per class (in every one-vs-rest problem, by the sample's own class).
+    max_iter : int >= 1, default=1000
+        Most sweeps (outer iterations) per binary problem; a ``ConvergenceWarning`` is issued when it
+        stops the solver.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the order of coordinate visits.
+    verbose : int, default=0
+    device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
+        Where to train; see :func:`gpusvm.get_backend`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        Sweeps of the longest binary problem (as scikit-learn's ``n_iter_``).
+    n_updates_ : int
+        Coordinate steps (inner products ``<w, x_i>`` evaluated) over all binary problems.
+    objective_ : ndarray of shape (1,) or (n_classes,)
+        Primal objective of each binary problem at the solution.
+    n_features_in_ : int
+    """
+
+    def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="avsf", fit_intercept=True,
+                 intercept_scaling=1.0, class_weight=None, max_iter=1000, random_state=None, verbose=0,
+                 device="auto"):
+        self.C = C
+        self.loss = loss
+        self.tol = tol
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.device = device
+
+    def _validate_params(self):
+        name = type(self).__name__
+        check_scalar(self.C, "C", name, low=0.0, low_open=True)
+        check_options(self.loss, "loss", name, LOSSES)
+        check_scalar(self.tol, "tol", name, low=0.0, low_open=True)
+        check_options(self.solver, "solver", name, METHODS)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"The 'fit_intercept' parameter of {name} must be a bool. "
+                             f"Got {self.fit_intercept!r} instead.")
+        check_scalar(self.intercept_scaling, "intercept_scaling", name, low=0.0, low_open=True)
+        check_scalar(self.max_iter, "max_iter", name, kind="int", low=1)
+        check_scalar(self.verbose, "verbose", name, kind="int", low=0)
+        cw = self.class_weight
+        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
+            raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "
+                             f"Got {cw!r} instead.")
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy/SciPy CSR or CuPy/cupyx CSR.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies ``C`` per sample.
+
+        Returns
+        -------
+        self : LinearSVC
+        """
+        self._validate_params()
+        name = type(self).__name__
+        be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None)
+        X = check_X(X, be, owner=name)
+        n, d = X.shape
+        y = check_y(y, n, owner=name)
+        sw = check_sample_weight(sample_weight, n, owner=name)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only class "
+                             f"{classes[0]!r}.")
+        cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+        C_host = float(self.C) * cw[y_idx] * sw
+        C = be.asarray(C_host, dtype=be.xp.float64)
+        bias = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        rs = check_random_state(self.random_state)
+        base_seed = int(rs.randint(np.iinfo(np.int32).max))
+        targets = [1] if len(classes) == 2 else list(range(len(classes)))
+        coef = np.zeros((len(targets), d))
+        intercept = np.zeros(len(targets))
+        objective = np.zeros(len(targets))
+        n_iter, n_updates, not_converged = 0, 0, []
+        for k, cls in enumerate(targets):
+            yk = be.asarray(np.where(y_idx == cls, 1.0, -1.0))
+            res = dcd_linear(be, X, yk, C, loss=self.loss, method=self.solver, tol=float(self.tol),
+                             max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=self.verbose)
+            coef[k] = be.to_host(res.w)
+            intercept[k] = bias * res.w_bias
+            objective[k] = res.objective
+            n_iter = max(n_iter, res.n_iter)
+            n_updates += res.n_updates
+            if not res.converged:
+                not_converged.append(classes[cls])
+        if not_converged:
+            warnings.warn(
+                f"{name} ({self.solver}) reached max_iter={self.max_iter} sweeps before the tolerance "
+                f"tol={self.tol} for the problem(s) of class(es) {not_converged}; increase max_iter.",
+                ConvergenceWarning,
+            )
+        self.classes_ = classes
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.objective_ = objective
+        self.n_iter_ = int(n_iter)
+        self.n_updates_ = int(n_updates)
+        self.n_features_in_ = d
+        return self
+
+    def decision_function(self, X):
+        """Signed distances to the hyperplane(s).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : array of shape (n_samples,) for two classes, else (n_samples, n_classes), in the
+            array library of ``X`` (computed on the GPU for CuPy input, on the CPU otherwise).
+        """
+        check_is_fitted(self, "coef_")
+        be = get_backend("auto" if array_library(X) == "cupy" else "cpu", X)
+        X = check_X(X, be, owner=type(self).__name__)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        W = be.asarray(self.coef_.T, dtype=X.dtype)
+        b = be.asarray(self.intercept_, dtype=X.dtype)
+        scores = be.dot(X, W) + b
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels, shape (n_samples,), in the array library of ``X`` when numeric."""
+        scores = self.decision_function(X)
+        if array_library(scores) == "cupy":
+            import cupy as cp
+
+            idx = (scores > 0).astype(cp.int64) if scores.ndim == 1 else cp.argmax(scores, axis=1)
+            if self.classes_.dtype.kind in "biuf":
+                return cp.asarray(self.classes_)[idx]
+            return self.classes_[cp.asnumpy(idx)]
+        idx = (scores > 0).astype(np.int64) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[idx]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
