@@ -1,0 +1,242 @@
+"""Batched working-set decomposition for the C-SVC dual (the GPU solver of :class:`gpusvm.SVC`).
+
+Algorithm
+---------
+A decomposition method in the style of ThunderSVM (Wen et al., "ThunderSVM: A Fast SVM Library on GPUs
+and CPUs", JMLR 19, 2018) and cuML's SMO solver (Vanek et al., "A GPU-Architecture Optimized
+Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), written over the backend:
+
+* global state on the device: ``alpha`` (float64), ``G = Q alpha - 1`` (float64), ``y``, ``C``, the Gram
+  diagonal;
+* each round selects a working set ``B`` of ``q`` variables (at most 1,024):
+  the maximal violating pair (the top of ``I_up`` and the bottom of ``I_low``) always, then half of the
+  new variables from ``I_up`` with the largest ``-y G`` and half from ``I_low`` ranked by the
+  second-order gain against the top ``I_up`` index (Fan, Chen and Lin, "Working Set Selection Using
+  Second Order Information for Training SVM", JMLR 6, 2005), each index once. From the second round on,
+  half of the previous working set is kept (those whose alpha moved in the last round first, then the
+  most recently added), as ThunderSVM does to avoid oscillating working sets;
+* the Gram rows ``K[B, :]`` come from :class:`~gpusvm._solvers.kernel_cache.GramRowCache` (all misses in
+  one matrix product; stored as ``gram_dtype``), and ``K_BB`` is gathered from them;
+* the local sub-problem is solved by the fused op ``be.local_smo`` (SMO or planning-ahead SMO steps,
+  Glasmachers, "The Planning-ahead SMO Algorithm", 2008; one CUDA thread block on the GPU, Numba on the
+  CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps;
+* the global gradient is updated with one matrix-vector product over the rows of ``B`` whose alpha
+  moved (``be.grad_update_rows``, float64 accumulation);
+* stop when ``max_{I_up} -y G - min_{I_low} -y G <= tol`` (one host sync per round) or after
+  ``max_iter`` rounds.
+
+Because the maximal violating pair is in every working set and the local solver's first step is the
+WSS2 step on it, every round makes at least the progress of one LIBSVM step, so the method converges
+like SMO while doing up to ``10 q`` steps per round on data already in fast memory.
+
+This module imports neither NumPy nor CuPy: everything goes through ``be``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from . import BinaryResult
+from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
+
+__all__ = ["solve_batched", "default_working_set_size"]
+
+MAX_WORKING_SET = 1024
+_LOCAL_MODES = {"smo": 0, "pa-smo": 1}
+
+
+def default_working_set_size(be, n: int) -> int:
+    """The default ``q``: 1,024 on the GPU (one full thread block), 256 on the CPU (measured in
+    benchmarks/smo_decomposition.py: the local solve is serial there, so smaller sets pay off),
+    never more than ``n`` (rounded down to an even number, at least 2)."""
+    q = MAX_WORKING_SET if be.is_gpu else 256
+    q = min(q, int(n))
+    q -= q % 2
+    return max(q, 2)
+
+
+def _top_k(xp, score, k):
+    """Indices of the ``k`` largest entries of ``score`` (unordered), and whether each is finite."""
+    n = int(score.shape[0])
+    k = min(int(k), n)
+    if k <= 0:
+        return xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=bool)
+    if k == n:
+        idx = xp.arange(n, dtype=xp.int64)
+    else:
+        idx = xp.argpartition(-score, k - 1)[:k].astype(xp.int64)
+    return idx, score[idx] > -xp.inf
+
+
+def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
+                  random_state=None, local="smo", working_set_size=None, gram_dtype="float32", pa_recent=2,
+                  **_ignored):
+    """Solve the C-SVC dual by batched working-set decomposition (see the module docstring).
+
+    Parameters
+    ----------
+    be : Backend
+    X : {array, CSR matrix} of shape (n, d) on ``be``
+    y : array of shape (n,), float64 in {-1, +1}, on ``be``
+    spec : GramSpec
+    C : array of shape (n,), float64, on ``be``
+        Per-sample upper bounds.
+    tol : float
+        Stop when the maximal KKT violation gap is at most ``tol``.
+    max_iter : int or None
+        Maximal number of decomposition rounds (None or a negative value: no limit).
+    cache_bytes : int
+        Budget of the Gram-row cache.
+    alpha0 : array of shape (n,), optional
+        Feasible warm start.
+    x_sqnorm : array of shape (n,), optional
+        Squared row norms of X (RBF).
+    verbose : int
+        Print one line every ``max(1, 100 // verbose)`` rounds when > 0.
+    random_state : ignored
+        The method is deterministic.
+    local : {"smo", "pa-smo"}
+        Local solver: SMO with WSS2 steps, or planning-ahead SMO steps.
+    working_set_size : int, optional
+        ``q``, at most 1,024; default :func:`default_working_set_size`.
+    gram_dtype : {"float32", "float64"}
+        Type of the stored Gram rows (alpha and gradient are always float64).
+    pa_recent : {2, 3}
+        Number of most recent working sets PA-SMO may reuse.
+
+    Returns
+    -------
+    BinaryResult
+        ``n_iter`` counts decomposition rounds; ``info["inner_steps"]`` the local SMO steps in total.
+    """
+    xp = be.xp
+    n = int(X.shape[0])
+    if local not in _LOCAL_MODES:
+        raise ValueError(f"The 'local' parameter must be one of {sorted(_LOCAL_MODES)}. Got {local!r} instead.")
+    mode = _LOCAL_MODES[local]
+    if str(gram_dtype) not in ("float32", "float64"):
+        raise ValueError(f"The 'gram_dtype' parameter must be 'float32' or 'float64'. Got {gram_dtype!r} instead.")
+    gdt = xp.float32 if str(gram_dtype) == "float32" else xp.float64
+    if working_set_size is None:
+        q = default_working_set_size(be, n)
+    else:
+        q = int(working_set_size)
+        if q < 2 or q > MAX_WORKING_SET:
+            raise ValueError(f"The 'working_set_size' parameter must be an int in the range [2, {MAX_WORKING_SET}]. "
+                             f"Got {working_set_size!r} instead.")
+        q = min(q, n)
+    q = max(2, q - q % 2) if n >= 2 else n
+    limit = math.inf if max_iter is None or int(max_iter) < 0 else int(max_iter)
+    max_steps = 10 * q
+
+    from .kernel_cache import GramRowCache  # noqa: E402 (keep module import light)
+
+    t0 = time.perf_counter()
+    y = xp.asarray(y, dtype=xp.float64)
+    C = xp.asarray(C, dtype=xp.float64)
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    diag = gram_diag(be, X, spec, x_sqnorm)
+    if alpha0 is None:
+        alpha = xp.zeros(n, dtype=xp.float64)
+        G = -xp.ones(n, dtype=xp.float64)
+    else:
+        alpha = xp.array(alpha0, dtype=xp.float64, copy=True)
+        G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
+    cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+
+    inner = xp.zeros(1, dtype=xp.int64)
+    B_prev = None
+    moved_prev = None
+    n_new_prev = 0
+    rounds = 0
+    converged = False
+    gap = math.inf
+    neg_inf = -xp.inf
+    every = max(1, 100 // int(verbose)) if verbose else 0
+    while True:
+        s = -y * G
+        up, low = up_low_masks(be, y, alpha, C)
+        s_up = xp.where(up, s, neg_inf)
+        s_low = xp.where(low, s, xp.inf)
+        i_top = xp.argmax(s_up)
+        j_min = xp.argmin(s_low)
+        gap = float(s_up[i_top] - s_low[j_min])  # the one sync of the convergence check
+        if verbose and rounds % every == 0:
+            print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
+        if not (gap > tol):
+            converged = True
+            break
+        if rounds >= limit:
+            break
+
+        # ---- keep half of the previous working set --------------------------------------------
+        taken = xp.zeros(n, dtype=bool)
+        if B_prev is not None and q >= 4:
+            nb = int(B_prev.shape[0])
+            n_keep = min(q // 2, nb)
+            pos = xp.arange(nb, dtype=xp.int64)
+            newest = pos >= (nb - n_new_prev)
+            # unique keys: moved first, then the most recently added, then position
+            key = (moved_prev.astype(xp.int64) * 2 + newest.astype(xp.int64)) * nb + pos
+            kept = B_prev[xp.argsort(-key)[:n_keep]]
+            taken[kept] = True
+        else:
+            kept = xp.zeros(0, dtype=xp.int64)
+        n_new = q - int(kept.shape[0])
+
+        # ---- new variables: the maximal violating pair, top I_up by -yG, I_low by 2nd-order gain ------
+        k_up = n_new // 2
+        k_low = n_new - k_up
+        sc_up = xp.where(up & ~taken, s, neg_inf)
+        sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
+        up_idx, up_ok = _top_k(xp, sc_up, k_up)
+        taken[up_idx[up_ok]] = True
+        row_i = cache.rows(i_top.reshape(1))[0].astype(xp.float64)
+        m = s_up[i_top]
+        b = m - s
+        a = diag[i_top] + diag - 2.0 * row_i
+        a = xp.where(a > 0, a, 1e-12)
+        # violating pairs rank by gain b^2/a (>= 0); non-violating members of I_low fill up after them
+        gain = xp.where(b > 0, b * b / a, -1.0 / (1.0 + xp.abs(b)))
+        sc_low = xp.where(low & ~taken, gain, neg_inf)
+        sc_low[j_min] = xp.where(taken[j_min], neg_inf, xp.inf)
+        low_idx, low_ok = _top_k(xp, sc_low, k_low)
+        new = xp.concatenate([up_idx[up_ok], low_idx[low_ok]])
+        B = xp.concatenate([kept, new])
+        n_new_prev = int(new.shape[0])
+
+        # ---- Gram rows, local solve, global gradient update -------------------------------------
+        K_B = cache.rows(B)
+        K_BB = K_B[:, B]
+        yB = y[B]
+        aB = alpha[B]
+        a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], C[B], diag[B], tol, max_steps, mode, pa_recent)
+        inner += steps
+        delta = a_new - aB
+        alpha[B] = a_new
+        be.grad_update_rows(G, y, K_B, delta * yB)
+        B_prev = B
+        moved_prev = delta != 0
+        rounds += 1
+
+    inner_steps = int(be.to_host(inner)[0])
+    obj = dual_objective(be, alpha, G)
+    b_ = bias(be, y, alpha, G, C)
+    info = {
+        "inner_steps": inner_steps,
+        "rounds": rounds,
+        "working_set_size": q,
+        "local": local,
+        "gram_dtype": str(gram_dtype),
+        "gap": gap,
+        "cache_hits": cache.hits,
+        "cache_misses": cache.misses,
+        "time_s": time.perf_counter() - t0,
+    }
+    if verbose:
+        print(f"[smo_batched] done: {rounds} rounds, {inner_steps} local steps, gap {gap:.6g}, "
+              f"objective {obj:.10g}, converged {converged}")
+    return BinaryResult(alpha=alpha, b=b_, objective=obj, n_iter=rounds, converged=converged, gradient=G,
+                        info=info)

@@ -1,0 +1,276 @@
+// Batched working-set decomposition for C-SVC (gpusvm._solvers.smo_batched).
+//
+// local_smo: the dual restricted to a working set of q <= 1024 variables, solved in ONE thread block
+// (one thread per variable) with SMO steps (second-order working-set selection, Fan, Chen & Lin 2005)
+// or planning-ahead SMO steps (Glasmachers 2008). The algorithm is the one documented in
+// gpusvm/_backend/ops/local_smo.py, whose Numba twin is the reference for this kernel: the arithmetic
+// that decides working sets uses round-to-nearest intrinsics (no FMA contraction) so that both make the
+// same choices.
+//
+// grad_update_rows: G[c] += y[c] * sum_k coef[k] * K[k, c], accumulated in double, one thread per
+// column (reads of the rows are coalesced); rows with coef[k] == 0 are skipped (the branch is uniform).
+#include "common.cuh"
+
+// gpusvm:instantiate local_smo<float>
+// gpusvm:instantiate local_smo<double>
+// gpusvm:instantiate grad_update_rows<float>
+// gpusvm:instantiate grad_update_rows<double>
+
+#define GPUSVM_TAU 1e-12
+
+__device__ __forceinline__ bool smo_in_up(double y, double a, double c) {
+    return (y > 0.0 && a < c) || (y < 0.0 && a > 0.0);
+}
+__device__ __forceinline__ bool smo_in_low(double y, double a, double c) {
+    return (y > 0.0 && a > 0.0) || (y < 0.0 && a < c);
+}
+
+// (v, i) pairs: larger v wins, ties go to the smaller index (= the first maximum of a serial scan).
+__device__ __forceinline__ void smo_argmax_merge(double& v, int& i, double v2, int i2) {
+    if (v2 > v || (v2 == v && i2 < i)) {
+        v = v2;
+        i = i2;
+    }
+}
+
+__device__ __forceinline__ void smo_warp_argmax(double& v, int& i) {
+    for (int off = 16; off > 0; off >>= 1) {
+        double v2 = __shfl_down_sync(0xffffffffu, v, off);
+        int i2 = __shfl_down_sync(0xffffffffu, i, off);
+        smo_argmax_merge(v, i, v2, i2);
+    }
+}
+
+__device__ __forceinline__ double smo_warp_min(double v) {
+    for (int off = 16; off > 0; off >>= 1) v = fmin(v, __shfl_down_sync(0xffffffffu, v, off));
+    return v;
+}
+
+// Block-wide argmax (and optionally min of a second value); result valid in every thread after return.
+// red_v / red_i / red_m: shared scratch of 32 entries each. Contains __syncthreads: call from all threads.
+__device__ void smo_block_argmax_min(double& v, int& i, double& mn, double* red_v, int* red_i, double* red_m) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    smo_warp_argmax(v, i);
+    mn = smo_warp_min(mn);
+    if (lane == 0) {
+        red_v[warp] = v;
+        red_i[warp] = i;
+        red_m[warp] = mn;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        double vv = lane < nwarps ? red_v[lane] : -INFINITY;
+        int ii = lane < nwarps ? red_i[lane] : 0x7fffffff;
+        double mm = lane < nwarps ? red_m[lane] : INFINITY;
+        smo_warp_argmax(vv, ii);
+        mm = smo_warp_min(mm);
+        if (lane == 0) {
+            red_v[0] = vv;
+            red_i[0] = ii;
+            red_m[0] = mm;
+        }
+    }
+    __syncthreads();
+    v = red_v[0];
+    i = red_i[0];
+    mn = red_m[0];
+    __syncthreads();  // scratch may be reused right after
+}
+
+template <typename T>
+__device__ __forceinline__ double smo_k(const T* K, int q, int r, int c) {
+    return (double)K[(long long)r * q + c];
+}
+
+// a = K_uu + K_vv - 2 K_uv (replaced by tau when not positive), without contraction.
+template <typename T>
+__device__ __forceinline__ double smo_curv(const T* K, const double* diag, int q, int u, int v) {
+    double a = __dsub_rn(__dadd_rn(diag[u], diag[v]), __dmul_rn(2.0, smo_k(K, q, u, v)));
+    return a <= 0.0 ? GPUSVM_TAU : a;
+}
+
+// One block; blockDim.x = a power of two >= max(q, 32); dynamic shared memory: 5 * blockDim.x doubles.
+// K: q x q (row-major, symmetric); y, C, diag: q; alpha: q, in: start, out: solution; G: q (read only).
+// out_steps[0]: SMO steps taken; out_gap[0]: local gap at the last selection.
+template <typename T>
+__global__ void local_smo(const T* __restrict__ K, int q, const double* __restrict__ y_g, double* alpha_g,
+                          const double* __restrict__ G_g, const double* __restrict__ C_g,
+                          const double* __restrict__ diag_g, double eps, double rel_eps, int max_steps,
+                          int mode, int pa_recent, double eta, long long* out_steps, double* out_gap) {
+    extern __shared__ double smem[];
+    const int nt = blockDim.x;
+    double* sa = smem;           // alpha
+    double* sg = smem + nt;      // gradient
+    double* sy = smem + 2 * nt;  // labels
+    double* sc = smem + 3 * nt;  // upper bounds
+    double* sd = smem + 4 * nt;  // gram diagonal
+    __shared__ double red_v[32], red_m[32];
+    __shared__ int red_i[32];
+    __shared__ double b_step;     // step size t of this iteration
+    __shared__ int b_i, b_j;      // the pair of this iteration
+    __shared__ int b_stop;
+    // state kept by thread 0 across iterations
+    __shared__ int hist_i[3], hist_j[3];
+    __shared__ int n_hist, prev_free, planned_last;
+
+    const int t = threadIdx.x;
+    if (t < q) {
+        sa[t] = alpha_g[t];
+        sg[t] = G_g[t];
+        sy[t] = y_g[t];
+        sc[t] = C_g[t];
+        sd[t] = diag_g[t];
+    }
+    if (t == 0) {
+        n_hist = 0;
+        prev_free = 0;
+        planned_last = 0;
+        for (int h = 0; h < 3; ++h) hist_i[h] = hist_j[h] = -1;
+    }
+    __syncthreads();
+
+    double eps_eff = eps, gap = 0.0;
+    int steps = 0;
+    while (true) {
+        // ---- maximal violating pair: i (and the gap) ------------------------------------------
+        double s_t = 0.0, v = -INFINITY, mn = INFINITY;
+        int idx = 0x7fffffff;
+        if (t < q) {
+            s_t = -sy[t] * sg[t];
+            if (smo_in_up(sy[t], sa[t], sc[t])) {
+                v = s_t;
+                idx = t;
+            }
+            if (smo_in_low(sy[t], sa[t], sc[t])) mn = s_t;
+        }
+        smo_block_argmax_min(v, idx, mn, red_v, red_i, red_m);
+        const double m = v;
+        int i = idx;
+        gap = m - mn;
+        if (steps == 0) eps_eff = fmax(eps, rel_eps * gap);
+        if (i == 0x7fffffff || !(gap > eps_eff) || steps >= max_steps) break;
+
+        // ---- WSS2: j by second-order gain against i ----------------------------------------------
+        double gv = -INFINITY;
+        int gj = 0x7fffffff;
+        if (t < q && smo_in_low(sy[t], sa[t], sc[t])) {
+            double b = m - s_t;
+            if (b > 0.0) {
+                double a = smo_curv(K, sd, q, i, t);
+                gv = __dmul_rn(b, b) / a;
+                gj = t;
+            }
+        }
+        double unused = INFINITY;
+        smo_block_argmax_min(gv, gj, unused, red_v, red_i, red_m);
+        if (gj == 0x7fffffff) break;  // uniform: every thread sees the same reduction result
+
+        // ---- thread 0: PA-SMO selection, the step, the two alpha updates ----------------------------
+        if (t == 0) {
+            int j = gj;
+            const double best = gv;
+            if (mode == 1 && planned_last) {
+                double cbest = -INFINITY;
+                int cu = -1, cv = -1;
+                int nh = pa_recent < n_hist ? pa_recent : n_hist;
+                for (int h = 0; h < nh; ++h) {
+                    int u = hist_i[h], w = hist_j[h];
+                    double su = -sy[u] * sg[u], sw = -sy[w] * sg[w];
+                    if (su < sw) {
+                        int tmp = u; u = w; w = tmp;
+                        double ts = su; su = sw; sw = ts;
+                    }
+                    double b = su - sw;
+                    if (b > 0.0 && smo_in_up(sy[u], sa[u], sc[u]) && smo_in_low(sy[w], sa[w], sc[w])) {
+                        double a = smo_curv(K, sd, q, u, w);
+                        double val = __dmul_rn(b, b) / a;
+                        if (val > cbest) {
+                            cbest = val;
+                            cu = u;
+                            cv = w;
+                        }
+                    }
+                }
+                if (cu >= 0 && cbest >= eta * best) {
+                    i = cu;
+                    j = cv;
+                }
+            }
+            const double si = -sy[i] * sg[i], sj = -sy[j] * sg[j];
+            const double b = si - sj;
+            const double a = smo_curv(K, sd, q, i, j);
+            const double ui = sy[i] > 0.0 ? sc[i] - sa[i] : sa[i];
+            const double uj = sy[j] > 0.0 ? sa[j] : sc[j] - sa[j];
+            const double ub = fmin(ui, uj);
+            bool planned = false;
+            double step = 0.0;
+            if (mode == 1 && prev_free && n_hist > 0) {
+                const int p = hist_i[0], r = hist_j[0];
+                if (!((p == i && r == j) || (p == j && r == i))) {
+                    double ap = __dsub_rn(__dadd_rn(sd[p], sd[r]), __dmul_rn(2.0, smo_k(K, q, p, r)));
+                    double w = __dsub_rn(__dsub_rn(smo_k(K, q, i, p), smo_k(K, q, i, r)),
+                                         __dsub_rn(smo_k(K, q, j, p), smo_k(K, q, j, r)));
+                    double bp = (-sy[p] * sg[p]) - (-sy[r] * sg[r]);
+                    double det = __dsub_rn(__dmul_rn(a, ap), __dmul_rn(w, w));
+                    if (ap > GPUSVM_TAU && det > __dmul_rn(__dmul_rn(1e-10, a), ap)) {
+                        double mu = __dsub_rn(__dmul_rn(ap, b), __dmul_rn(w, bp)) / det;
+                        if (mu > 0.0 && mu < ub && __dmul_rn(mu, a) < __dmul_rn(2.0, b)) {
+                            step = mu;
+                            planned = true;
+                        }
+                    }
+                }
+            }
+            if (!planned) {
+                step = b / a;
+                if (step > ub) step = ub;
+            }
+            const bool is_free = step < ub;
+            double ai = __dadd_rn(sa[i], __dmul_rn(sy[i], step));
+            double aj = __dsub_rn(sa[j], __dmul_rn(sy[j], step));
+            if (!is_free) {
+                if (step >= ui) ai = sy[i] > 0.0 ? sc[i] : 0.0;
+                if (step >= uj) aj = sy[j] > 0.0 ? 0.0 : sc[j];
+            }
+            sa[i] = ai;
+            sa[j] = aj;
+            hist_i[2] = hist_i[1]; hist_j[2] = hist_j[1];
+            hist_i[1] = hist_i[0]; hist_j[1] = hist_j[0];
+            hist_i[0] = i; hist_j[0] = j;
+            n_hist = n_hist + 1 < 3 ? n_hist + 1 : 3;
+            prev_free = is_free;
+            planned_last = planned;
+            b_step = step;
+            b_i = i;
+            b_j = j;
+        }
+        __syncthreads();
+
+        // ---- every thread updates its own gradient entry from rows i and j of K_BB -----------------
+        if (t < q) {
+            const double d = __dsub_rn(smo_k(K, q, b_i, t), smo_k(K, q, b_j, t));
+            sg[t] = __dadd_rn(sg[t], __dmul_rn(__dmul_rn(sy[t], b_step), d));
+        }
+        ++steps;
+        __syncthreads();
+    }
+    if (t < q) alpha_g[t] = sa[t];
+    if (t == 0) {
+        out_steps[0] = steps;
+        out_gap[0] = gap;
+    }
+}
+
+// K: k x ldk (row-major), coef: k, y and G: n.  G[c] += y[c] * sum_r coef[r] K[r, c].
+template <typename T>
+__global__ void grad_update_rows(const T* __restrict__ K, long long ldk, const double* __restrict__ coef, int k,
+                                 const double* __restrict__ y, double* G, long long n) {
+    GPUSVM_GRID_STRIDE(c, n) {
+        double acc = 0.0;
+        for (int r = 0; r < k; ++r) {
+            const double cr = coef[r];
+            if (cr != 0.0) acc += cr * (double)K[(long long)r * ldk + c];
+        }
+        G[c] += y[c] * acc;
+    }
+}
