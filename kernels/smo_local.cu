@@ -17,6 +17,7 @@
 // gpusvm:instantiate grad_update_rows<double>
 
 #define GPUSVM_TAU 1e-12
+#define PA_COND_ 1e-8
 
 __device__ __forceinline__ bool smo_in_up(double y, double a, double c) {
     return (y > 0.0 && a < c) || (y < 0.0 && a > 0.0);
@@ -77,6 +78,12 @@ __device__ void smo_block_argmax_min(double& v, int& i, double& mn, double* red_
     __syncthreads();  // scratch may be reused right after
 }
 
+// Round-to-nearest arithmetic without FMA contraction, so that the kernel computes exactly what the
+// Numba twin computes (it evaluates left to right, no contraction).
+__device__ __forceinline__ double M_(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double A_(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double S_(double a, double b) { return __dsub_rn(a, b); }
+
 template <typename T>
 __device__ __forceinline__ double smo_k(const T* K, int q, int r, int c) {
     return (double)K[(long long)r * q + c];
@@ -87,6 +94,39 @@ template <typename T>
 __device__ __forceinline__ double smo_curv(const T* K, const double* diag, int q, int u, int v) {
     double a = __dsub_rn(__dadd_rn(diag[u], diag[v]), __dmul_rn(2.0, smo_k(K, q, u, v)));
     return a <= 0.0 ? GPUSVM_TAU : a;
+}
+
+// (e_i - e_j)^T K (e_p - e_r)
+template <typename T>
+__device__ __forceinline__ double smo_cross(const T* K, int q, int i, int j, int p, int r) {
+    return S_(S_(smo_k(K, q, i, p), smo_k(K, q, i, r)), S_(smo_k(K, q, j, p), smo_k(K, q, j, r)));
+}
+
+// Largest t >= 0 keeping alpha_u + y_u t and alpha_v - y_v t in their boxes (per variable).
+__device__ __forceinline__ void smo_limit(const double* sy, const double* sa, const double* sc, int u, int v,
+                                          double& lu, double& lv) {
+    lu = sy[u] > 0.0 ? S_(sc[u], sa[u]) : sa[u];
+    lv = sy[v] > 0.0 ? sa[v] : S_(sc[v], sa[v]);
+}
+
+// Gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0.
+template <typename T>
+__device__ double smo_clipped_gain(const T* K, int q, const double* sd, const double* sy, const double* sa,
+                                   const double* sg, const double* sc, int u, int v) {
+    double su = -sy[u] * sg[u], sv = -sy[v] * sg[v];
+    if (su < sv) {
+        int tu = u; u = v; v = tu;
+        double ts = su; su = sv; sv = ts;
+    }
+    const double b = S_(su, sv);
+    double lu, lv;
+    smo_limit(sy, sa, sc, u, v, lu, lv);
+    const double ub = fmin(lu, lv);
+    if (!(b > 0.0) || !(ub > 0.0)) return 0.0;
+    const double a = smo_curv(K, sd, q, u, v);
+    double t = b / a;
+    if (t > ub) t = ub;
+    return S_(M_(t, b), M_(M_(M_(0.5, a), t), t));
 }
 
 // One block; blockDim.x = a power of two >= max(q, 32); dynamic shared memory: 5 * blockDim.x doubles.
@@ -108,10 +148,10 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
     __shared__ int red_i[32];
     __shared__ double b_step;     // step size t of this iteration
     __shared__ int b_i, b_j;      // the pair of this iteration
-    __shared__ int b_stop;
     // state kept by thread 0 across iterations
     __shared__ int hist_i[3], hist_j[3];
-    __shared__ int n_hist, prev_free, planned_last;
+    __shared__ int n_hist, last_free, last_plan, n_partner;
+    __shared__ double gain1;
 
     const int t = threadIdx.x;
     if (t < q) {
@@ -123,8 +163,10 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
     }
     if (t == 0) {
         n_hist = 0;
-        prev_free = 0;
-        planned_last = 0;
+        last_free = 0;
+        last_plan = 0;
+        n_partner = 0;
+        gain1 = 0.0;
         for (int h = 0; h < 3; ++h) hist_i[h] = hist_j[h] = -1;
     }
     __syncthreads();
@@ -168,57 +210,72 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
         // ---- thread 0: PA-SMO selection, the step, the two alpha updates ----------------------------
         if (t == 0) {
             int j = gj;
-            const double best = gv;
-            if (mode == 1 && planned_last) {
-                double cbest = -INFINITY;
-                int cu = -1, cv = -1;
-                int nh = pa_recent < n_hist ? pa_recent : n_hist;
-                for (int h = 0; h < nh; ++h) {
-                    int u = hist_i[h], w = hist_j[h];
-                    double su = -sy[u] * sg[u], sw = -sy[w] * sg[w];
-                    if (su < sw) {
-                        int tmp = u; u = w; w = tmp;
-                        double ts = su; su = sw; sw = ts;
-                    }
-                    double b = su - sw;
-                    if (b > 0.0 && smo_in_up(sy[u], sa[u], sc[u]) && smo_in_low(sy[w], sa[w], sc[w])) {
-                        double a = smo_curv(K, sd, q, u, w);
-                        double val = __dmul_rn(b, b) / a;
-                        if (val > cbest) {
-                            cbest = val;
-                            cu = u;
-                            cv = w;
-                        }
+            if (mode == 1 && last_plan) {  // modified selection after a planning step (eta safeguard)
+                const double gw = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, i, j);
+                double pbest = -INFINITY;
+                int pu = -1, pv = -1;
+                for (int h = 1; h <= n_partner; ++h) {
+                    const double gr = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, hist_i[h], hist_j[h]);
+                    if (gr > pbest) {
+                        pbest = gr;
+                        pu = hist_i[h];
+                        pv = hist_j[h];
                     }
                 }
-                if (cu >= 0 && cbest >= eta * best) {
-                    i = cu;
-                    j = cv;
+                if (pu >= 0 && pbest > 0.0 && A_(gain1, gw) < M_(eta, A_(gain1, pbest))) {
+                    if (-sy[pu] * sg[pu] >= -sy[pv] * sg[pv]) {
+                        i = pu;
+                        j = pv;
+                    } else {
+                        i = pv;
+                        j = pu;
+                    }
                 }
             }
             const double si = -sy[i] * sg[i], sj = -sy[j] * sg[j];
-            const double b = si - sj;
+            const double b = S_(si, sj);
             const double a = smo_curv(K, sd, q, i, j);
-            const double ui = sy[i] > 0.0 ? sc[i] - sa[i] : sa[i];
-            const double uj = sy[j] > 0.0 ? sa[j] : sc[j] - sa[j];
+            double ui, uj;
+            smo_limit(sy, sa, sc, i, j, ui, uj);
             const double ub = fmin(ui, uj);
             bool planned = false;
             double step = 0.0;
-            if (mode == 1 && prev_free && n_hist > 0) {
-                const int p = hist_i[0], r = hist_j[0];
-                if (!((p == i && r == j) || (p == j && r == i))) {
-                    double ap = __dsub_rn(__dadd_rn(sd[p], sd[r]), __dmul_rn(2.0, smo_k(K, q, p, r)));
-                    double w = __dsub_rn(__dsub_rn(smo_k(K, q, i, p), smo_k(K, q, i, r)),
-                                         __dsub_rn(smo_k(K, q, j, p), smo_k(K, q, j, r)));
-                    double bp = (-sy[p] * sg[p]) - (-sy[r] * sg[r]);
-                    double det = __dsub_rn(__dmul_rn(a, ap), __dmul_rn(w, w));
-                    if (ap > GPUSVM_TAU && det > __dmul_rn(__dmul_rn(1e-10, a), ap)) {
-                        double mu = __dsub_rn(__dmul_rn(ap, b), __dmul_rn(w, bp)) / det;
-                        if (mu > 0.0 && mu < ub && __dmul_rn(mu, a) < __dmul_rn(2.0, b)) {
-                            step = mu;
-                            planned = true;
-                        }
+            int npart = 0;
+            if (mode == 1 && last_free && !last_plan && n_hist > 0 &&
+                !((hist_i[0] == i && hist_j[0] == j) || (hist_i[0] == j && hist_j[0] == i))) {
+                const int p0 = hist_i[0], r0 = hist_j[0];
+                const double H01 = smo_cross(K, q, i, j, p0, r0);
+                const double H11 = smo_curv(K, sd, q, p0, r0);
+                const double g0 = S_(-sy[p0] * sg[p0], -sy[r0] * sg[r0]);
+                double mu = 0.0;
+                if (pa_recent == 3 && n_hist > 1) {
+                    const int p1 = hist_i[1], r1 = hist_j[1];
+                    const double H02 = smo_cross(K, q, i, j, p1, r1);
+                    const double H12 = smo_cross(K, q, p0, r0, p1, r1);
+                    const double H22 = smo_curv(K, sd, q, p1, r1);
+                    const double g1 = S_(-sy[p1] * sg[p1], -sy[r1] * sg[r1]);
+                    const double det = A_(S_(M_(a, S_(M_(H11, H22), M_(H12, H12))),
+                                             M_(H01, S_(M_(H01, H22), M_(H12, H02)))),
+                                          M_(H02, S_(M_(H01, H12), M_(H11, H02))));
+                    const double m2 = S_(M_(a, H11), M_(H01, H01));
+                    if (m2 > M_(M_(PA_COND_, a), H11) && det > M_(M_(M_(PA_COND_, a), H11), H22)) {
+                        const double num = A_(S_(M_(b, S_(M_(H11, H22), M_(H12, H12))),
+                                                 M_(H01, S_(M_(g0, H22), M_(H12, g1)))),
+                                              M_(H02, S_(M_(g0, H12), M_(H11, g1))));
+                        mu = num / det;
+                        if (mu > 0.0 && mu < ub) npart = 2;
                     }
+                }
+                if (npart == 0) {
+                    const double det = S_(M_(a, H11), M_(H01, H01));
+                    if (det > M_(M_(PA_COND_, a), H11)) {
+                        mu = S_(M_(H11, b), M_(H01, g0)) / det;
+                        if (mu > 0.0 && mu < ub) npart = 1;
+                    }
+                }
+                if (npart > 0) {
+                    step = mu;
+                    planned = true;
                 }
             }
             if (!planned) {
@@ -226,8 +283,8 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
                 if (step > ub) step = ub;
             }
             const bool is_free = step < ub;
-            double ai = __dadd_rn(sa[i], __dmul_rn(sy[i], step));
-            double aj = __dsub_rn(sa[j], __dmul_rn(sy[j], step));
+            double ai = A_(sa[i], M_(sy[i], step));
+            double aj = S_(sa[j], M_(sy[j], step));
             if (!is_free) {
                 if (step >= ui) ai = sy[i] > 0.0 ? sc[i] : 0.0;
                 if (step >= uj) aj = sy[j] > 0.0 ? 0.0 : sc[j];
@@ -238,8 +295,10 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
             hist_i[1] = hist_i[0]; hist_j[1] = hist_j[0];
             hist_i[0] = i; hist_j[0] = j;
             n_hist = n_hist + 1 < 3 ? n_hist + 1 : 3;
-            prev_free = is_free;
-            planned_last = planned;
+            gain1 = S_(M_(step, b), M_(M_(M_(0.5, a), step), step));
+            last_plan = planned;
+            last_free = is_free && !planned;
+            n_partner = npart;
             b_step = step;
             b_i = i;
             b_j = j;

@@ -23,19 +23,20 @@ direction the dual objective changes by ``t b - a t^2 / 2`` with ``b = s_i - s_j
    outer loop re-selects soon anyway), or after ``max_steps`` steps.
 2. ``j = argmax_{t in I_low, s_t < s_i} b_t^2 / a_t`` (WSS2; ``a_t <= 0`` replaced by 1e-12).
 3. mode 0 (SMO): ``t = min(b / a, box limit)``.
-   mode 1 (planning-ahead SMO, Glasmachers 2008): when the previous step was free (did not hit the
-   box), plan a double step: the current step on ``B_t = (i, j)`` followed by a step on the previous
-   working set ``B_{t-1}``. Maximizing the objective over both step sizes (a 2 x 2 Newton system with
-   ``w = v_t^T K v_{t-1}``) gives the planned first step
-   ``mu = (a' b - w b') / (a a' - w^2)`` (``a', b'`` of ``B_{t-1}``; ``b' = 0`` right after a free
-   plain step, so ``mu = b / (a - w^2 / a')``). ``mu`` is used only when the 2 x 2 system is positive
-   definite, ``mu`` stays strictly inside the box, and the single step still gains (``0 < mu < 2 b / a``);
-   otherwise the plain SMO step is taken.
-   Right after a planned step the working-set selection is modified so that the double step can be
-   completed: among the ``pa_recent`` (2 or 3) most recent working sets, the one with the largest
-   second-order gain ``b^2 / a`` replaces the WSS2 pair when its gain is at least ``eta`` (0.9) times
-   the WSS2 gain (the eta safeguard: every step keeps a fixed fraction of the WSS2 progress, which is
-   what the convergence proof needs). The stopping test always uses the maximal violating pair.
+   mode 1 (planning-ahead SMO, Glasmachers 2008), the same rules as the pairwise solver
+   (:mod:`gpusvm._backend.ops.smo_pairwise`): right after a *free plain* SMO step (the Newton step on
+   the previous working set was not clipped, so the gradient along it is ~0), take instead the step
+   that is optimal when followed by Newton steps on the most recent working sets: the first component
+   ``mu = [H^-1 g]_0`` of the Newton step of the 2-d (``pa_recent=2``: this pair and the previous one)
+   or 3-d (``pa_recent=3``: and the one before) sub-problem, ``H_ab = v_a^T K v_b``,
+   ``g_a = v_a^T s`` (``v = e_i - e_j`` in ``beta = y alpha`` coordinates). A 3-d plan falls back to the
+   2-d plan, and that to the plain step, when ``H`` is nearly singular (``det <= 1e-8 * prod(diag)``)
+   or ``mu`` is not strictly inside ``(0, box limit)``. Planning steps never follow each other.
+   Right after a planning step the working-set selection is modified (the eta safeguard that keeps
+   the double step's gain positive): with ``gain1`` the planning step's gain and ``g(B)`` the clipped
+   Newton gain of a pair, the WSS2 pair is kept only when
+   ``gain1 + g(WSS2) >= eta * (gain1 + max_partner g(B))`` (eta = 0.9); otherwise the best partner
+   working set of the plan is taken. The stopping test always uses the maximal violating pair.
 
 Float discipline: alpha, G, s and all step arithmetic in float64; Gram values (float32 or float64) are
 converted to float64 before use. The CUDA version uses round-to-nearest intrinsics (no FMA contraction)
@@ -48,6 +49,7 @@ from ..base import register_op
 
 TAU = 1e-12
 PA_ETA = 0.9
+PA_COND = 1e-8
 MAX_Q = 1024
 
 _NB = None
@@ -77,15 +79,46 @@ def _numba_impl():
         return ui, uj
 
     @numba.njit(cache=True)
+    def _cross(K, i, j, p, r):
+        # (e_i - e_j)^T K (e_p - e_r)
+        return (np.float64(K[i, p]) - np.float64(K[i, r])) - (np.float64(K[j, p]) - np.float64(K[j, r]))
+
+    @numba.njit(cache=True)
+    def _curv(K, diag, u, v):
+        a = (diag[u] + diag[v]) - 2.0 * np.float64(K[u, v])
+        return a if a > 0.0 else TAU
+
+    @numba.njit(cache=True)
+    def _clipped_gain(K, diag, y, a, g, C, u, v):
+        # gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0
+        su = -y[u] * g[u]
+        sv = -y[v] * g[v]
+        if su < sv:
+            u, v = v, u
+            su, sv = sv, su
+        b = su - sv
+        ui, uj = _limit(y[u], a[u], C[u], y[v], a[v], C[v])
+        ub = min(ui, uj)
+        if not (b > 0.0) or not (ub > 0.0):
+            return 0.0
+        aa = _curv(K, diag, u, v)
+        t = b / aa
+        if t > ub:
+            t = ub
+        return t * b - 0.5 * aa * t * t
+
+    @numba.njit(cache=True)
     def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
         q = alpha0.shape[0]
         a = alpha0.copy()
         g = G0.copy()
-        hist_i = np.full(3, -1, np.int64)
+        hist_i = np.full(3, -1, np.int64)  # most recent first
         hist_j = np.full(3, -1, np.int64)
         n_hist = 0
-        prev_free = False
-        planned_last = False
+        last_free = False  # the previous step was a plain SMO step that did not hit the box
+        last_plan = False  # the previous step was a planning step
+        n_partner = 0      # working sets it planned with (history slots 1..n_partner now)
+        gain1 = 0.0        # gain of the previous step
         eps_eff = eps
         gap = 0.0
         steps = 0
@@ -124,56 +157,68 @@ def _numba_impl():
                             j = t
             if j < 0:
                 break
-            # ---- PA-SMO: modified selection right after a planned step ------------------------
-            if mode == 1 and planned_last:
-                cbest = -np.inf
-                cu = -1
-                cv = -1
-                for h in range(min(pa_recent, n_hist)):
-                    u = hist_i[h]
-                    v = hist_j[h]
-                    su = -y[u] * g[u]
-                    sv = -y[v] * g[v]
-                    if su < sv:
-                        u, v = v, u
-                        su, sv = sv, su
-                    b = su - sv
-                    if b > 0.0 and _up(y[u], a[u], C[u]) and _low(y[v], a[v], C[v]):
-                        aa = (diag[u] + diag[v]) - 2.0 * np.float64(K[u, v])
-                        if aa <= 0.0:
-                            aa = TAU
-                        val = (b * b) / aa
-                        if val > cbest:
-                            cbest = val
-                            cu = u
-                            cv = v
-                if cu >= 0 and cbest >= eta * best:
-                    i = cu
-                    j = cv
+            # ---- PA-SMO: modified selection right after a planning step (eta safeguard) --------
+            if mode == 1 and last_plan:
+                gw = _clipped_gain(K, diag, y, a, g, C, i, j)
+                pbest = -np.inf
+                pu = -1
+                pv = -1
+                for h in range(1, 1 + n_partner):
+                    gr = _clipped_gain(K, diag, y, a, g, C, hist_i[h], hist_j[h])
+                    if gr > pbest:
+                        pbest = gr
+                        pu = hist_i[h]
+                        pv = hist_j[h]
+                if pu >= 0 and pbest > 0.0 and gain1 + gw < eta * (gain1 + pbest):
+                    if -y[pu] * g[pu] >= -y[pv] * g[pv]:
+                        i = pu
+                        j = pv
+                    else:
+                        i = pv
+                        j = pu
             # ---- the step --------------------------------------------------------------------
             si = -y[i] * g[i]
             sj = -y[j] * g[j]
             b = si - sj
-            aa = (diag[i] + diag[j]) - 2.0 * np.float64(K[i, j])
-            if aa <= 0.0:
-                aa = TAU
+            aa = _curv(K, diag, i, j)
             ui, uj = _limit(y[i], a[i], C[i], y[j], a[j], C[j])
             ub = min(ui, uj)
             planned = False
             t_step = 0.0
-            if mode == 1 and prev_free and n_hist > 0:
-                p = hist_i[0]
-                r = hist_j[0]
-                if not ((p == i and r == j) or (p == j and r == i)):
-                    ap = (diag[p] + diag[r]) - 2.0 * np.float64(K[p, r])
-                    w = (np.float64(K[i, p]) - np.float64(K[i, r])) - (np.float64(K[j, p]) - np.float64(K[j, r]))
-                    bp = (-y[p] * g[p]) - (-y[r] * g[r])
-                    det = aa * ap - w * w
-                    if ap > TAU and det > 1e-10 * aa * ap:
-                        mu = (ap * b - w * bp) / det
-                        if mu > 0.0 and mu < ub and mu * aa < 2.0 * b:
-                            t_step = mu
-                            planned = True
+            npart = 0
+            if (mode == 1 and last_free and not last_plan and n_hist > 0
+                    and not ((hist_i[0] == i and hist_j[0] == j) or (hist_i[0] == j and hist_j[0] == i))):
+                p0 = hist_i[0]
+                r0 = hist_j[0]
+                H01 = _cross(K, i, j, p0, r0)
+                H11 = _curv(K, diag, p0, r0)
+                g0 = (-y[p0] * g[p0]) - (-y[r0] * g[r0])
+                mu = 0.0
+                if pa_recent == 3 and n_hist > 1:
+                    p1 = hist_i[1]
+                    r1 = hist_j[1]
+                    H02 = _cross(K, i, j, p1, r1)
+                    H12 = _cross(K, p0, r0, p1, r1)
+                    H22 = _curv(K, diag, p1, r1)
+                    g1 = (-y[p1] * g[p1]) - (-y[r1] * g[r1])
+                    det = (aa * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
+                           + H02 * (H01 * H12 - H11 * H02))
+                    m2 = aa * H11 - H01 * H01
+                    if m2 > PA_COND * aa * H11 and det > PA_COND * aa * H11 * H22:
+                        num = (b * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
+                               + H02 * (g0 * H12 - H11 * g1))
+                        mu = num / det
+                        if mu > 0.0 and mu < ub:
+                            npart = 2
+                if npart == 0:
+                    det = aa * H11 - H01 * H01
+                    if det > PA_COND * aa * H11:
+                        mu = (H11 * b - H01 * g0) / det
+                        if mu > 0.0 and mu < ub:
+                            npart = 1
+                if npart > 0:
+                    t_step = mu
+                    planned = True
             if not planned:
                 t_step = b / aa
                 if t_step > ub:
@@ -194,7 +239,6 @@ def _numba_impl():
             for k in range(q):
                 d = np.float64(Ki[k]) - np.float64(Kj[k])
                 g[k] = g[k] + (y[k] * t_step) * d
-            # history: most recent first
             hist_i[2] = hist_i[1]
             hist_j[2] = hist_j[1]
             hist_i[1] = hist_i[0]
@@ -202,8 +246,10 @@ def _numba_impl():
             hist_i[0] = i
             hist_j[0] = j
             n_hist = min(n_hist + 1, 3)
-            prev_free = free
-            planned_last = planned
+            gain1 = t_step * b - 0.5 * aa * t_step * t_step
+            last_plan = planned
+            last_free = free and not planned
+            n_partner = npart
             steps += 1
         return a, steps, gap
 
@@ -247,7 +293,7 @@ def local_smo_cpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
     mode : {0, 1}
         0: SMO with WSS2; 1: planning-ahead SMO.
     pa_recent : {2, 3}
-        Number of most recent working sets the PA-SMO selection may reuse.
+        PA-SMO plans with the 2 or 3 most recent working sets (the current one included).
 
     Returns
     -------
