@@ -1,0 +1,433 @@
+"""DC-SVM: the divide-and-conquer kernel SVM solver (levels, warm starts, refine, conquer).
+
+Algorithm
+---------
+Hsieh, Si and Dhillon, "A Divide-and-Conquer Solver for Kernel Support Vector Machines", ICML 2014
+(Algorithm 1, multilevel DC-SVM). With ``L = n_levels`` and ``k = n_clusters_per_level``:
+
+1. for l = L, L-1, ..., 1 ("level l" has k**l clusters):
+
+   * divide: two-step kernel k-means (:mod:`gpusvm._solvers.kernel_kmeans`) into k**l clusters. The
+     finest level samples its m points uniformly; every later level samples them from the current
+     support vectors (adaptive clustering);
+   * conquer: solve the C-SVC dual of every cluster independently, each warm-started from the current
+     alpha restricted to the cluster (zero at the finest level), with the binary solver named by
+     ``solver`` (any registered one: "smo", "pa-smo", ...);
+   * the concatenated cluster solutions are the current alpha for the next level, and the clusters'
+     local models are kept for early prediction (eq. (11): a point is classified by the local model
+     of the cluster whose kernel k-means mean is nearest in feature space);
+
+2. refine (optional): solve the problem restricted to the support vectors of level 1, warm-started;
+3. top (level 0): solve the whole problem warm-started from that alpha. The top solve runs the same
+   exact solver to the same ``tol``, so the final model is the exact SVM solution, bias included.
+
+Bias
+----
+The paper drops the bias so that any concatenation of cluster solutions is feasible. Here every
+subproblem, at every level, is the same C-SVC *with* the bias (equality constraint
+``sum_{i in cluster} y_i alpha_i = 0``) and is solved by the same solver as the top level; each local
+model keeps its own bias, and early prediction uses it (``f_c(x) = sum_{i in c} alpha_i y_i k(x_i, x) +
+b_c``). A concatenation of per-cluster solutions satisfies the global constraint, but when the data are
+re-clustered at the next level a new cluster cuts across the old ones and its restriction of alpha in
+general violates ``sum y alpha = 0``. Before every warm start we therefore apply a feasibility repair
+(:func:`repair_feasibility`): within the new cluster, the alphas of the class with the larger sum are
+scaled down by the ratio of the two sums. This keeps ``0 <= alpha <= C``, makes the equality hold, and
+changes alpha as little as a uniform scaling can (the smaller class is left untouched). A cluster
+holding a single class has only alpha = 0 as feasible point; it is not solved, its local model is the
+constant decision ``f = +1`` or ``-1`` of that class.
+
+Executors
+---------
+``executor=None`` solves the clusters one after the other on the backend ``be`` (on the GPU each
+subproblem runs on the device; no host round trip other than the solver's own). With any
+``concurrent.futures.Executor`` (a ``ThreadPoolExecutor``, a ``ProcessPoolExecutor``, or a
+``dask.distributed`` client's ``client.get_executor()``) every cluster of a level becomes one task
+that carries only picklable host data (NumPy arrays / SciPy CSR, the GramSpec, the solver's name and
+options) and runs :func:`solve_subproblem_task`, which solves it on the worker's ``worker_device``
+("cpu" by default). A task that raises stops the fit with a ``RuntimeError`` naming the level and the
+cluster; the other tasks of the level are cancelled, and nothing waits on them.
+
+GPU batching (design; not yet measured on a device)
+----------------------------------------------------
+On the GPU the subproblems currently run sequentially on the device, each with the solver's own GPU
+path. The lower levels have many small subproblems (ijcnn1: 256 clusters of ~200 points) for which
+one-at-a-time launches are latency bound; the planned batching packs all clusters of a level with at
+most ``B`` points into one launch of the local SMO kernel (one thread block per cluster, its
+``|c| x |c|`` Gram block in shared/global memory), which pays off when the clusters are small enough
+that a block's Gram fits the budget. Until that exists, the sequential path is the one that runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import get_binary_solver
+from .kernel_kmeans import KernelClustering, assign_clusters, two_step_kernel_kmeans
+
+__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "repair_feasibility", "solve_subproblem_task",
+           "local_decision"]
+
+
+@dataclass
+class LocalModels:
+    """The local models of one level (early prediction).
+
+    clustering : KernelClustering of the level (nearest-cluster rule)
+    sv_X : rows of the level's support vectors, grouped by cluster (on the backend)
+    sv_sqnorm : their squared norms (RBF) or None
+    sv_coef : (n_sv,) alpha_i y_i of those rows
+    sv_index : (n_sv,) their row indices in the training data
+    sv_starts : host list of k + 1 offsets: cluster c's SVs are ``sv_starts[c]:sv_starts[c + 1]``
+    bias : host list of k local biases
+    """
+
+    level: int
+    clustering: KernelClustering
+    sv_X: Any
+    sv_sqnorm: Any
+    sv_coef: Any
+    sv_index: Any
+    sv_starts: list
+    bias: list
+
+
+@dataclass
+class DCResult:
+    """What :func:`dcsvm_solve` returns (arrays on the backend)."""
+
+    alpha: Any  # (n,) final alpha (top level), or the concatenated alpha of the early-stop level
+    b: float | None  # bias of the top-level model; None when stopped early
+    objective: float | None  # dual objective of the top-level model; None when stopped early
+    n_iter: int  # top-level solver iterations (0 when stopped early)
+    converged: bool  # every solve of every level converged
+    levels: list = field(default_factory=list)  # one dict per level (see dcsvm_solve)
+    models: dict = field(default_factory=dict)  # level -> LocalModels
+    stopped_at: int = 0  # the last level solved (0 = top)
+
+
+def repair_feasibility(be, y, alpha):
+    """Scale the larger class's alphas down so that ``sum(y * alpha) = 0`` (no host sync).
+
+    With ``P = sum_{y>0} alpha`` and ``N = sum_{y<0} alpha``, the positive alphas are multiplied by
+    ``min(1, N / P)`` and the negative ones by ``min(1, P / N)``; 0 <= alpha <= C is kept.
+    """
+    xp = be.xp
+    pos = y > 0
+    P = xp.sum(xp.where(pos, alpha, 0.0))
+    N = xp.sum(xp.where(pos, 0.0, alpha))
+    rp = xp.where(P > N, N / xp.where(P > 0, P, 1.0), 1.0)
+    rn = xp.where(N > P, P / xp.where(N > 0, N, 1.0), 1.0)
+    return alpha * xp.where(pos, rp, rn)
+
+
+def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, options, random_state):
+    """Solve one cluster's subproblem on ``be``; returns a dict (arrays on ``be``)."""
+    xp = be.xp
+    n = int(y.shape[0])
+    n_pos = int(xp.count_nonzero(y > 0))
+    if n_pos == 0 or n_pos == n:
+        # one class: alpha = 0 is the only feasible point; the local model predicts that class
+        return {"alpha": xp.zeros(n, dtype=xp.float64), "b": 1.0 if n_pos == n else -1.0,
+                "objective": 0.0, "n_iter": 0, "converged": True, "decision": xp.full(n, 1.0 if n_pos else -1.0)}
+    fn, _ = get_binary_solver(solver)
+    a0 = None if alpha0 is None else repair_feasibility(be, y, alpha0)
+    if a0 is not None and not bool(xp.any(a0 > 0)):
+        a0 = None
+    res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
+             random_state=random_state, **options)
+    dec = None
+    if res.gradient is not None:
+        # decision values on the cluster's own points: sum_j alpha_j y_j K_ij = y_i (G_i + 1)
+        dec = y * (res.gradient + 1.0) + res.b
+    return {"alpha": res.alpha, "b": float(res.b), "objective": float(res.objective),
+            "n_iter": int(res.n_iter), "converged": bool(res.converged), "decision": dec}
+
+
+def solve_subproblem_task(task):
+    """Executor task: solve one subproblem from host data on the worker's device; host results.
+
+    ``task`` is a dict of picklable values: X (NumPy / SciPy CSR), y, C, alpha0 (or None), spec,
+    solver, tol, max_iter, cache_bytes, options, random_state, device.
+    """
+    from .._backend import get_backend
+
+    be = get_backend(task.get("device", "cpu"))
+    X = be.asarray(task["X"])
+    y = be.asarray(task["y"])
+    C = be.asarray(task["C"])
+    a0 = None if task["alpha0"] is None else be.asarray(task["alpha0"])
+    out = _solve_one(be, X, y, C, a0, task["spec"], task["solver"], task["tol"], task["max_iter"],
+                     task["cache_bytes"], task["options"], task["random_state"])
+    out["alpha"] = be.to_host(out["alpha"])
+    if out["decision"] is not None:
+        out["decision"] = be.to_host(out["decision"])
+    return out
+
+
+def local_decision(be, model: LocalModels, X, *, x_sqnorm=None):
+    """Early-prediction decision values (eq. (11) of the paper, with the local bias): each row of ``X``
+    is scored by the local model of its nearest cluster. Returns (decision (n,), cluster (n,))."""
+    xp = be.xp
+    n = int(X.shape[0])
+    spec = model.clustering.spec
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    cl = assign_clusters(be, model.clustering, X, x_sqnorm=x_sqnorm)
+    k = model.clustering.n_clusters
+    bias = xp.asarray(model.bias, dtype=xp.float64)
+    out = bias[cl].astype(xp.float64)
+    order = xp.argsort(cl * n + xp.arange(n))
+    counts = be.to_host(xp.bincount(cl, minlength=k)).tolist()
+    s0 = 0
+    for c in range(k):
+        cnt = int(counts[c])
+        a, b = model.sv_starts[c], model.sv_starts[c + 1]
+        if cnt and b > a:
+            rows = order[s0:s0 + cnt]
+            Xr = be.take_rows(X, rows)
+            for r0 in range(0, cnt, 4096):
+                r1 = min(cnt, r0 + 4096)
+                K = be.gram(Xr[r0:r1], model.sv_X[a:b], spec,
+                            x_sqnorm=None if x_sqnorm is None else x_sqnorm[rows[r0:r1]],
+                            y_sqnorm=None if model.sv_sqnorm is None else model.sv_sqnorm[a:b],
+                            dtype=xp.float64)
+                out[rows[r0:r1]] += K @ model.sv_coef[a:b]
+        s0 += cnt
+    return out, cl
+
+
+def _check_sizes(n, n_levels, k, m):
+    kmax = k ** n_levels
+    if kmax > n:
+        raise ValueError(
+            f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {kmax} clusters at its "
+            f"lowest level, more than the {n} training samples; lower n_levels or n_clusters_per_level.")
+    if m < kmax:
+        raise ValueError(
+            f"The 'sample_size' parameter of DCSVC must be at least the number of clusters of the lowest "
+            f"level (n_clusters_per_level ** n_levels = {kmax}). Got {m} instead.")
+
+
+def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
+               random_state, executor, worker_device, level):
+    """Solve the k subproblems of one level; returns (new alpha, per-cluster results, order, starts)."""
+    xp = be.xp
+    n = int(y.shape[0])
+    order = xp.argsort(labels * n + xp.arange(n))
+    counts = be.to_host(xp.bincount(labels, minlength=k)).tolist()
+    starts = [0]
+    for c in range(k):
+        starts.append(starts[-1] + int(counts[c]))
+    idx = [order[starts[c]:starts[c + 1]] for c in range(k)]
+    results: list = [None] * k
+    if executor is None:
+        for c in range(k):
+            if starts[c + 1] == starts[c]:
+                continue
+            ic = idx[c]
+            try:
+                results[c] = _solve_one(be, be.take_rows(X, ic), y[ic], C[ic], alpha[ic], spec, solver, tol,
+                                        max_iter, cache_bytes, options, random_state)
+            except Exception as exc:
+                raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
+                                   f"({starts[c + 1] - starts[c]} points): {exc!r}") from exc
+    else:
+        futures = {}
+        try:
+            for c in range(k):
+                if starts[c + 1] == starts[c]:
+                    continue
+                ic = idx[c]
+                task = {"X": be.to_host(be.take_rows(X, ic)), "y": be.to_host(y[ic]), "C": be.to_host(C[ic]),
+                        "alpha0": be.to_host(alpha[ic]), "spec": spec, "solver": solver, "tol": tol,
+                        "max_iter": max_iter, "cache_bytes": cache_bytes, "options": dict(options),
+                        "random_state": random_state, "device": worker_device}
+                try:
+                    futures[c] = executor.submit(solve_subproblem_task, task)
+                except Exception as exc:
+                    raise RuntimeError(f"DC-SVM could not submit the subproblem of level {level}, cluster {c} "
+                                       f"to the executor: {exc!r}") from exc
+            for c, fut in futures.items():
+                try:
+                    out = fut.result()
+                except Exception as exc:
+                    raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
+                                       f"({starts[c + 1] - starts[c]} points) on the executor: {exc!r}") from exc
+                out["alpha"] = be.asarray(out["alpha"])
+                if out["decision"] is not None:
+                    out["decision"] = be.asarray(out["decision"])
+                results[c] = out
+        except BaseException:
+            for fut in futures.values():
+                try:
+                    fut.cancel()
+                except Exception:  # an executor whose futures cannot be cancelled: nothing to wait on
+                    pass
+            raise
+    new_alpha = xp.zeros(n, dtype=xp.float64)
+    for c in range(k):
+        if results[c] is not None:
+            new_alpha[idx[c]] = results[c]["alpha"]
+    return new_alpha, results, idx, starts
+
+
+def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
+    xp = be.xp
+    k = clustering.n_clusters
+    sv_parts, starts, biases = [], [0], []
+    for c in range(k):
+        r = results[c]
+        if r is None:
+            biases.append(0.0)
+            starts.append(starts[-1])
+            continue
+        ic = idx[c]
+        sv = ic[alpha[ic] > 0]
+        sv_parts.append(sv)
+        starts.append(starts[-1] + int(sv.shape[0]))
+        biases.append(r["b"])
+    sv_index = xp.concatenate(sv_parts) if sv_parts else xp.zeros(0, dtype=xp.int64)
+    return LocalModels(level=level, clustering=clustering, sv_X=be.take_rows(X, sv_index),
+                       sv_sqnorm=None if x_sqnorm is None else x_sqnorm[sv_index],
+                       sv_coef=alpha[sv_index] * y[sv_index], sv_index=sv_index, sv_starts=starts,
+                       bias=biases)
+
+
+def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
+                early_stop_level=None, refine=True, solver="smo", tol=1e-3, max_iter=-1,
+                cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
+                random_state=None, verbose=0):
+    """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
+
+    Parameters
+    ----------
+    be : Backend
+    X : {array, CSR matrix} of shape (n, d) on ``be``
+    y : array of shape (n,), float64 in {-1, +1}, on ``be``
+    spec : GramSpec
+    C : array of shape (n,), per-sample upper bounds, on ``be``
+    n_levels : int
+        L; the lowest level has ``n_clusters_per_level ** L`` clusters.
+    n_clusters_per_level : int
+        k.
+    sample_size : int, optional
+        m, the points clustered by kernel k-means at every level; default
+        ``max(1000, 8 * k ** L)`` clipped to n.
+    early_stop_level : int, optional
+        Stop after this level (1..L) without the refine and top solves.
+    refine : bool
+        Solve on the union of level 1's support vectors before the top level.
+    solver : str
+        Registered binary solver for every subproblem and the top level.
+    tol, max_iter, cache_bytes, random_state
+        Passed to the binary solver (``max_iter`` per solve, -1 for no limit).
+    options : dict, optional
+        Extra keyword options of the binary solver.
+    executor : concurrent.futures.Executor, optional
+        Where the subproblems of the levels run (see the module docstring).
+    worker_device : str
+        ``device`` of the backend a worker solves its subproblem on.
+    rng : numpy.random.Generator
+        Host generator for the kernel k-means samples and seeds.
+    verbose : int
+
+    Returns
+    -------
+    DCResult
+        ``levels`` holds one dict per solved level, lowest first, then "refine" and the top (level 0):
+        level, n_clusters, time_cluster_s, time_solve_s, time_s, n_sv, objective (sum of the clusters'
+        dual objectives; the top's own objective for level 0), n_iter (sum over clusters),
+        train_accuracy (of the level's early-prediction rule on the training points, where the solver
+        returned its gradient), converged.
+    """
+    xp = be.xp
+    n = int(y.shape[0])
+    k = int(n_clusters_per_level)
+    L = int(n_levels)
+    m = int(sample_size) if sample_size is not None else max(1000, 8 * k ** L)
+    m = min(m, n)
+    _check_sizes(n, L, k, m if sample_size is None else int(sample_size))
+    options = dict(options or {})
+    x_sqnorm = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
+    alpha = xp.zeros(n, dtype=xp.float64)
+    levels, models = [], {}
+    all_converged = True
+    stop = 0 if early_stop_level is None else int(early_stop_level)
+    for level in range(L, stop - 1 if stop > 0 else 0, -1):
+        t0 = time.perf_counter()
+        kl = k ** level
+        cand = None if level == L else xp.nonzero(alpha > 0)[0]
+        clustering, labels = two_step_kernel_kmeans(be, X, spec, kl, m, rng, candidates=cand,
+                                                    x_sqnorm=x_sqnorm)
+        be.sync()
+        t1 = time.perf_counter()
+        alpha, results, idx, _ = _run_level(
+            be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=tol, max_iter=max_iter,
+            cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
+            worker_device=worker_device, level=level)
+        be.sync()
+        t2 = time.perf_counter()
+        models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
+        solved = [r for r in results if r is not None]
+        conv = all(r["converged"] for r in solved)
+        all_converged &= conv
+        acc = None
+        if all(r["decision"] is not None for r in solved):
+            correct = 0
+            for c, r in enumerate(results):
+                if r is not None:
+                    correct += int(xp.count_nonzero((r["decision"] > 0) == (y[idx[c]] > 0)))
+            acc = correct / n
+        info = {"level": level, "n_clusters": kl, "time_cluster_s": t1 - t0, "time_solve_s": t2 - t1,
+                "time_s": time.perf_counter() - t0, "n_sv": int(xp.count_nonzero(alpha > 0)),
+                "objective": float(sum(r["objective"] for r in solved)),
+                "n_iter": int(sum(r["n_iter"] for r in solved)), "train_accuracy": acc,
+                "kmeans_iter": clustering.n_iter, "converged": conv}
+        levels.append(info)
+        if verbose:
+            print(f"[DC-SVM] level {level}: {kl} clusters, {info['n_sv']} SVs, "
+                  f"obj {info['objective']:.6g}, {info['time_s']:.3f}s")
+    if stop > 0:
+        return DCResult(alpha=alpha, b=None, objective=None, n_iter=0, converged=all_converged,
+                        levels=levels, models=models, stopped_at=stop)
+    fn, _ = get_binary_solver(solver)
+    alpha = repair_feasibility(be, y, alpha)
+    if refine:
+        t0 = time.perf_counter()
+        sv = xp.nonzero(alpha > 0)[0]
+        n_sv = int(sv.shape[0])
+        if n_sv > 0 and n_sv < n:
+            ys = y[sv]
+            npos = int(xp.count_nonzero(ys > 0))
+            if 0 < npos < n_sv:
+                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=tol, max_iter=max_iter,
+                         cache_bytes=cache_bytes, alpha0=repair_feasibility(be, ys, alpha[sv]),
+                         x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
+                         **options)
+                alpha = xp.zeros(n, dtype=xp.float64)
+                alpha[sv] = res.alpha
+                all_converged &= bool(res.converged)
+                be.sync()
+                levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv,
+                               "time_s": time.perf_counter() - t0, "n_sv": int(xp.count_nonzero(res.alpha > 0)),
+                               "objective": float(res.objective), "n_iter": int(res.n_iter),
+                               "converged": bool(res.converged)})
+    t0 = time.perf_counter()
+    a0 = repair_feasibility(be, y, alpha)
+    res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
+             alpha0=a0 if bool(xp.any(a0 > 0)) else None, x_sqnorm=x_sqnorm, random_state=random_state,
+             **options)
+    be.sync()
+    all_converged &= bool(res.converged)
+    acc = None
+    if res.gradient is not None:
+        acc = int(xp.count_nonzero((y * (res.gradient + 1.0) + res.b > 0) == (y > 0))) / n
+    levels.append({"level": 0, "n_clusters": 1, "time_s": time.perf_counter() - t0,
+                   "n_sv": int(xp.count_nonzero(res.alpha > 0)), "objective": float(res.objective),
+                   "n_iter": int(res.n_iter), "train_accuracy": acc, "converged": bool(res.converged)})
+    if verbose:
+        print(f"[DC-SVM] top: {levels[-1]['n_sv']} SVs, obj {res.objective:.6g}, {levels[-1]['time_s']:.3f}s")
+    return DCResult(alpha=res.alpha, b=float(res.b), objective=float(res.objective), n_iter=int(res.n_iter),
+                    converged=all_converged, levels=levels, models=models, stopped_at=0)

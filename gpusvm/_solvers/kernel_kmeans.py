@@ -1,0 +1,274 @@
+"""Two-step kernel k-means (the division step of DC-SVM), written once over ``be.xp`` and ``be.gram``.
+
+Kernel k-means clusters points by their distance to cluster means in the gram's feature space::
+
+    d(x, c) = k(x, x) - 2 / |S_c| sum_{j in S_c} k(x, x_j) + 1 / |S_c|^2 sum_{i, j in S_c} k(x_i, x_j).
+
+Running it on all n points needs the n x n Gram matrix, so DC-SVM (Hsieh, Si and Dhillon, "A
+Divide-and-Conquer Solver for Kernel Support Vector Machines", ICML 2014, section 3 "two-step kernel
+k-means") runs it on ``m`` sampled points only and then puts every point into the cluster whose
+(sample) mean is nearest in feature space. From the second level on DC-SVM samples the ``m`` points
+from the current support vectors ("adaptive clustering"); the caller passes them as ``candidates``.
+
+Every distance is computed from Gram blocks (``be.gram``, a matrix product plus a fused transform on the
+GPU): the sample's m x m block for the Lloyd iterations, and (rows x m) blocks of the data against the
+sample for the assignment. The per-cluster sums ``sum_{j in S_c} k(x, x_j)`` are taken with one pass of
+a cumulative sum over columns grouped by cluster (O(rows x m), instead of a product with an m x k
+indicator matrix, which costs k times more).
+
+The random choices (sample, k-means++ seeds) are drawn on the host from a NumPy ``Generator`` the
+estimator passes in, so CPU and GPU runs with the same ``random_state`` pick the same points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["KernelClustering", "two_step_kernel_kmeans", "cluster_distances", "assign_clusters"]
+
+# bound on the elements of one (rows x m) Gram block in the assignment step
+_BLOCK_ELEMS = 8 * 2**20
+
+
+@dataclass
+class KernelClustering:
+    """The result of kernel k-means on a sample: what is needed to assign any point to a cluster.
+
+    Attributes
+    ----------
+    spec : GramSpec
+    sample_X : {array, CSR matrix} of shape (m, d) on the backend
+        The sample's rows, grouped by cluster (cluster 0 first).
+    sample_sqnorm : array of shape (m,) or None
+        Squared row norms of ``sample_X`` (RBF only).
+    starts : list of int, length k + 1
+        Cluster c holds rows ``starts[c]:starts[c + 1]`` of ``sample_X``.
+    center_sqnorm : array of shape (k,)
+        ||mu_c||^2 = 1 / |S_c|^2 sum_{i, j in S_c} k(x_i, x_j) (``inf`` for an empty cluster).
+    sample_index : array of shape (m,)
+        Row indices (into the clustered data) of ``sample_X``.
+    n_iter : int
+        Lloyd iterations run on the sample.
+    """
+
+    spec: Any
+    sample_X: Any
+    sample_sqnorm: Any
+    starts: list
+    center_sqnorm: Any
+    sample_index: Any
+    n_iter: int = 0
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.starts) - 1
+
+
+def _group_sums(be, K, starts):
+    """``S[:, c] = K[:, starts[c]:starts[c+1]].sum(axis=1)`` for columns grouped by cluster."""
+    xp = be.xp
+    rows = K.shape[0]
+    cs = xp.empty((rows, K.shape[1] + 1), dtype=xp.float64)
+    cs[:, 0] = 0.0
+    xp.cumsum(K, axis=1, dtype=xp.float64, out=cs[:, 1:])
+    st = xp.asarray(starts)
+    return cs[:, st[1:]] - cs[:, st[:-1]]
+
+
+def _distances_from_sums(be, sums, counts, center_sqnorm):
+    """-2 mean_c k(x, S_c) + ||mu_c||^2 (the feature-space distance less the constant k(x, x))."""
+    xp = be.xp
+    safe = xp.maximum(counts, 1).astype(xp.float64)
+    d = -2.0 * sums / safe[None, :] + center_sqnorm[None, :]
+    return xp.where(counts[None, :] > 0, d, xp.inf)
+
+
+def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, rows=None):
+    """Feature-space distance (less ``k(x, x)``) of each row of ``X`` to each cluster mean.
+
+    Returns an array of shape (len(X), k). ``rows`` bounds the rows of one Gram block.
+    """
+    xp = be.xp
+    n = X.shape[0]
+    m = clustering.sample_X.shape[0]
+    k = clustering.n_clusters
+    counts = xp.asarray([clustering.starts[c + 1] - clustering.starts[c] for c in range(k)])
+    if rows is None:
+        rows = max(1, _BLOCK_ELEMS // max(m, 1))
+    out = xp.empty((n, k), dtype=xp.float64)
+    if x_sqnorm is None and clustering.spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        Kb = be.gram(X[r0:r1], clustering.sample_X, clustering.spec,
+                     x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
+                     y_sqnorm=clustering.sample_sqnorm, dtype=xp.float64)
+        out[r0:r1] = _distances_from_sums(be, _group_sums(be, Kb, clustering.starts), counts,
+                                          clustering.center_sqnorm)
+    return out
+
+
+def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None):
+    """Index of the nearest cluster mean (feature space) for each row of ``X``: array of shape (n,)."""
+    xp = be.xp
+    n = X.shape[0]
+    m = clustering.sample_X.shape[0]
+    rows = max(1, _BLOCK_ELEMS // max(m, 1))
+    labels = xp.empty(n, dtype=xp.int64)
+    if x_sqnorm is None and clustering.spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        D = cluster_distances(be, clustering, X[r0:r1],
+                              x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], rows=rows)
+        labels[r0:r1] = xp.argmin(D, axis=1)
+    return labels
+
+
+def _kmeanspp(be, K, diag, k, rng):
+    """k-means++ seeds (Arthur and Vassilvitskii, 2007) in feature space, from the sample's Gram block.
+
+    Returns a host list of k distinct row indices. Draws happen on the host (one copy of m distances
+    per seed; k is small).
+    """
+    xp = be.xp
+    m = K.shape[0]
+    first = int(rng.integers(m))
+    seeds = [first]
+    dmin = xp.maximum(diag - 2.0 * K[:, first] + diag[first], 0.0)
+    for _ in range(1, k):
+        w = be.to_host(dmin).astype("float64")
+        w[seeds] = 0.0
+        tot = float(w.sum())
+        if not tot > 0.0:  # duplicates only: pick uniformly among the unpicked rows
+            w = (w * 0.0) + 1.0
+            w[seeds] = 0.0
+            tot = float(w.sum())
+        nxt = int(rng.choice(m, p=w / tot))
+        seeds.append(nxt)
+        dmin = xp.minimum(dmin, xp.maximum(diag - 2.0 * K[:, nxt] + diag[nxt], 0.0))
+    return seeds
+
+
+def _lloyd(be, K, diag, k, rng, max_iter):
+    """Kernel k-means (Lloyd iterations) on a precomputed m x m Gram block.
+
+    Returns (labels on the device, n_iter).
+    """
+    xp = be.xp
+    m = K.shape[0]
+    seeds = xp.asarray(_kmeanspp(be, K, diag, k, rng))
+    # initial assignment: nearest seed
+    D0 = diag[:, None] - 2.0 * K[:, seeds] + diag[seeds][None, :]
+    labels = xp.argmin(D0, axis=1)
+    labels[seeds] = xp.arange(k)
+    ar = xp.arange(m)
+    n_iter = 0
+    for it in range(max_iter):
+        n_iter = it + 1
+        counts = xp.bincount(labels, minlength=k)
+        # group columns by cluster (stable order: by label, then by index)
+        order = xp.argsort(labels * m + ar)
+        starts_dev = xp.concatenate([xp.zeros(1, dtype=counts.dtype), xp.cumsum(counts)])
+        starts = [int(s) for s in be.to_host(starts_dev).tolist()]
+        sums = _group_sums(be, K[:, order], starts)  # (m, k): sum_{j in S_c} K[i, j]
+        safe = xp.maximum(counts, 1).astype(xp.float64)
+        within = xp.bincount(labels, weights=sums[ar, labels], minlength=k)
+        csq = within / (safe * safe)
+        D = _distances_from_sums(be, sums, counts, csq) + diag[:, None]
+        new = xp.argmin(D, axis=1)
+        # re-seed empty clusters with the points farthest from their own cluster mean
+        new_counts = be.to_host(xp.bincount(new, minlength=k))
+        empty = [c for c in range(k) if new_counts[c] == 0]
+        if empty:
+            far = D[ar, new]
+            far_order = be.to_host(xp.argsort(-far)).tolist()
+            taken = 0
+            for c in empty:
+                while taken < m:
+                    i = far_order[taken]
+                    taken += 1
+                    if new_counts[int(be.to_host(new[i]))] > 1:
+                        new_counts[int(be.to_host(new[i]))] -= 1
+                        new[i] = c
+                        new_counts[c] = 1
+                        break
+        changed = bool(xp.any(new != labels))
+        labels = new
+        if not changed:
+            break
+    return labels, n_iter
+
+
+def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candidates=None, x_sqnorm=None,
+                           max_iter=30):
+    """Two-step kernel k-means of DC-SVM: Lloyd's kernel k-means on a sample, then every row of ``X``
+    joins the cluster whose sample mean is nearest in feature space.
+
+    Parameters
+    ----------
+    be : Backend
+    X : {array, CSR matrix} of shape (n, d) on ``be``
+    spec : GramSpec
+    n_clusters : int
+        k, at most ``sample_size``.
+    sample_size : int
+        m, the number of points clustered by Lloyd's iterations (clipped to n).
+    rng : numpy.random.Generator
+        Host generator for the sample and the k-means++ seeds.
+    candidates : array of int, optional
+        Rows to sample from first (DC-SVM's adaptive clustering samples from the current support
+        vectors); when fewer than ``sample_size``, all of them are taken and the sample is filled up
+        with other rows drawn uniformly.
+    x_sqnorm : array of shape (n,), optional
+        Squared row norms of X (RBF).
+    max_iter : int
+        Bound on the Lloyd iterations.
+
+    Returns
+    -------
+    clustering : KernelClustering
+    labels : array of shape (n,) on ``be``, values in [0, n_clusters)
+    """
+    xp = be.xp
+    n = int(X.shape[0])
+    m = int(min(sample_size, n))
+    k = int(n_clusters)
+    if k > m:
+        raise ValueError(f"kernel k-means needs at least as many sampled points as clusters: {m} points, "
+                         f"{k} clusters")
+    if candidates is None:
+        sample = rng.choice(n, size=m, replace=False)
+    else:
+        cand = be.to_host(xp.asarray(candidates)).astype("int64")
+        if cand.shape[0] >= m:
+            sample = rng.choice(cand, size=m, replace=False)
+        else:
+            mask = [True] * n
+            for i in cand.tolist():
+                mask[i] = False
+            rest = [i for i in range(n) if mask[i]]
+            extra = rng.choice(len(rest), size=m - cand.shape[0], replace=False)
+            sample = list(cand.tolist()) + [rest[int(j)] for j in extra.tolist()]
+    sample = xp.asarray(sorted(int(i) for i in sample), dtype=xp.int64)
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+    Xs = be.take_rows(X, sample)
+    sqs = None if x_sqnorm is None else x_sqnorm[sample]
+    K = be.gram(Xs, None, spec, x_sqnorm=sqs, dtype=xp.float64)
+    diag = xp.diagonal(K).copy()
+    labels_s, n_iter = _lloyd(be, K, diag, k, rng, max_iter)
+    counts = xp.bincount(labels_s, minlength=k)
+    order = xp.argsort(labels_s * m + xp.arange(m))
+    starts = [0] + [int(s) for s in be.to_host(xp.cumsum(counts)).tolist()]
+    sums = _group_sums(be, K[order][:, order], starts)
+    lab_sorted = labels_s[order]
+    within = xp.bincount(lab_sorted, weights=sums[xp.arange(m), lab_sorted], minlength=k)
+    safe = xp.maximum(counts, 1).astype(xp.float64)
+    csq = xp.where(counts > 0, within / (safe * safe), xp.inf)
+    clustering = KernelClustering(
+        spec=spec, sample_X=be.take_rows(Xs, order), sample_sqnorm=None if sqs is None else sqs[order],
+        starts=starts, center_sqnorm=csq, sample_index=sample[order], n_iter=n_iter)
+    labels = assign_clusters(be, clustering, X, x_sqnorm=x_sqnorm)
+    return clustering, labels

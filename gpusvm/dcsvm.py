@@ -1,0 +1,494 @@
+"""Divide-and-conquer kernel SVM: :class:`DCSVC`, scikit-learn compatible, on the CPU or the GPU."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+from ._backend import array_library, get_backend
+from ._gram import GramSpec, resolve_gamma
+from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+
+__all__ = ["DCSVC"]
+
+_KERNELS = ("linear", "poly", "rbf", "sigmoid")
+
+
+class DCSVC(ClassifierMixin, BaseEstimator):
+    """Divide-and-conquer kernel SVM (DC-SVM) with early prediction.
+
+    Hsieh, Si and Dhillon, "A Divide-and-Conquer Solver for Kernel Support Vector Machines", ICML
+    2014. The training data are partitioned by two-step kernel k-means into ``k**l`` clusters at level
+    ``l = n_levels, ..., 1`` (``k = n_clusters_per_level``); the C-SVC of every cluster is solved
+    independently (warm-started from the level below), the concatenated solution warm-starts the next
+    level, and the top level (level 0) solves the whole problem warm-started, so that the final model
+    is the exact C-SVC solution (the same problem as :class:`gpusvm.SVC` and scikit-learn's SVC, to
+    ``tol``). From the second level on, kernel k-means samples its points from the current support
+    vectors (adaptive clustering). See :mod:`gpusvm._solvers.dcsvm` for the algorithm in detail.
+
+    **Bias.** Unlike the paper (which drops the bias), every subproblem is the C-SVC *with* bias,
+    solved by the same exact solver as the top level; every local model keeps its own bias. When a
+    level re-clusters the data, a new cluster's part of the previous alpha generally breaks
+    ``sum(y * alpha) = 0``; before each warm start a feasibility repair scales down the alphas of the
+    class with the larger sum so that the constraint holds (0 <= alpha <= C is kept). Clusters holding
+    a single class are not solved (alpha = 0); their local model predicts that class.
+
+    **Early prediction** (eq. (11) of the paper): after any level ``l``, a point is classified by the
+    local model (support vectors, coefficients and bias) of the cluster whose kernel k-means mean is
+    nearest in feature space: ``predict(X, level=l)``. With ``early_stop_level`` set, training stops
+    after that level and the early model is the fitted model (``early_model_``).
+
+    **Multi-class**: one-vs-one (as LIBSVM and :class:`gpusvm.SVC`): one binary DC-SVM per pair of
+    classes, each with its own clustering; votes decide, ties go to the lower class index. Fitted
+    attributes follow LIBSVM's layout.
+
+    **Executors**: with ``executor`` set (any ``concurrent.futures.Executor``; for dask use
+    ``client.get_executor()``), the subproblems of every level are submitted as tasks carrying only
+    host NumPy/SciPy data; each is solved on the worker's CPU backend when this estimator runs on the
+    CPU, and on the worker's default backend (``device="auto"``) when it runs on the GPU. The refine
+    and top-level solves always run in this process on this estimator's device. A failing task stops
+    ``fit`` with a ``RuntimeError`` naming the level and cluster.
+
+    **GPU**: the clusters of a level run one after the other on the device (each with the solver's
+    GPU path); batching many small subproblems into one launch is designed but not implemented
+    (see :mod:`gpusvm._solvers.dcsvm`).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularization parameter, > 0.
+    kernel : {"linear", "poly", "rbf", "sigmoid"}, default="rbf"
+        The gram (SVM kernel) function; kernel k-means uses the same gram.
+    degree : int, default=3
+    gamma : {"scale", "auto"} or float, default="scale"
+        As :class:`gpusvm.SVC`.
+    coef0 : float, default=0.0
+    n_levels : int, default=4
+        Number of levels below the top; the lowest level has ``n_clusters_per_level ** n_levels``
+        clusters, which must not exceed the number of training samples (of each class pair).
+    n_clusters_per_level : int, default=4
+        k >= 2: level l has k**l clusters.
+    sample_size : int, default=None
+        m, the number of points kernel k-means clusters at each level (the rest are assigned to the
+        nearest mean). At least ``n_clusters_per_level ** n_levels``. None: ``max(1000, 8 * k**L)``,
+        clipped to the number of samples.
+    early_stop_level : int, default=None
+        None: solve to the top (exact model). An int in [1, n_levels]: stop after that level and
+        predict with its local models.
+    refine : bool, default=True
+        Before the top level, solve the problem restricted to level 1's support vectors (warm start);
+        the top level then usually needs only a few iterations.
+    tol : float, default=1e-3
+        KKT tolerance of every solve.
+    solver : str, default="smo"
+        A registered binary solver (``gpusvm._solvers.binary_solvers()``), used for every subproblem
+        and for the top level.
+    solver_options : dict, default=None
+        Extra keyword options of that solver (e.g. ``{"gram_dtype": "float64"}``).
+    cache_size : float, default=200
+        Gram-row cache budget per solve, in MB.
+    max_iter : int, default=-1
+        Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``.
+    executor : concurrent.futures.Executor, default=None
+        Where the subproblems run; None: in this process, one after the other.
+    device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
+    random_state : int, numpy Generator/RandomState or None, default=None
+        Seeds the kernel k-means samples and seeds.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    support_ : array of shape (n_SV,)
+        Indices of the support vectors, grouped by class.
+    support_vectors_ : {array, CSR matrix} of shape (n_SV, n_features)
+    dual_coef_ : array of shape (n_classes - 1, n_SV)
+        Signed coefficients in LIBSVM's layout (for two classes, > 0 pushes towards ``classes_[1]``).
+    intercept_ : array of shape (n_classes * (n_classes - 1) / 2,)
+        Biases of the top-level models; NaN when stopped early (the early model has one bias per
+        cluster instead).
+    n_support_ : ndarray of shape (n_classes,)
+    objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Dual objective of each binary top-level model (NaN when stopped early).
+    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Top-level solver iterations of each binary problem.
+    levels_ : list of dict
+        Per level (lowest first, then "refine" and the top, level 0): level, n_clusters, time_s
+        (and time_cluster_s, time_solve_s for the cluster levels), n_sv, objective (sum over the
+        clusters), n_iter, train_accuracy of that level's model, converged; with a "pair" key
+        (class indices) for more than two classes.
+    early_model_ : dict
+        Present when ``early_stop_level`` is set: ``{"level": l, "n_clusters": k**l}``; predictions use
+        that level's local models.
+    fit_status_ : int
+        0 when every solve converged, 1 otherwise.
+    """
+
+    def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
+                 n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine=True, tol=1e-3,
+                 solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
+                 device="auto", random_state=None, verbose=0):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.n_levels = n_levels
+        self.n_clusters_per_level = n_clusters_per_level
+        self.sample_size = sample_size
+        self.early_stop_level = early_stop_level
+        self.refine = refine
+        self.tol = tol
+        self.solver = solver
+        self.solver_options = solver_options
+        self.cache_size = cache_size
+        self.max_iter = max_iter
+        self.executor = executor
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------------------------
+    def _validate_params(self):
+        from ._solvers import get_binary_solver
+
+        own = "DCSVC"
+        check_scalar(self.C, "C", own, low=0.0, low_open=True)
+        check_options(self.kernel, "kernel", own, _KERNELS)
+        check_scalar(self.degree, "degree", own, kind="int", low=1)
+        if isinstance(self.gamma, str):
+            check_options(self.gamma, "gamma", own, ("scale", "auto"))
+        else:
+            check_scalar(self.gamma, "gamma", own, low=0.0, low_open=True)
+        check_scalar(self.coef0, "coef0", own)
+        check_scalar(self.n_levels, "n_levels", own, kind="int", low=1)
+        check_scalar(self.n_clusters_per_level, "n_clusters_per_level", own, kind="int", low=2)
+        check_scalar(self.sample_size, "sample_size", own, kind="int", low=1, allow_none=True)
+        check_scalar(self.early_stop_level, "early_stop_level", own, kind="int", low=1, high=self.n_levels,
+                     allow_none=True)
+        if not isinstance(self.refine, (bool, np.bool_)):
+            raise ValueError(f"The 'refine' parameter of DCSVC must be a bool. Got {self.refine!r} instead.")
+        check_scalar(self.tol, "tol", own, low=0.0, low_open=True)
+        check_scalar(self.cache_size, "cache_size", own, low=0.0, low_open=True)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or (
+                self.max_iter < 1 and self.max_iter != -1):
+            raise ValueError("The 'max_iter' parameter of DCSVC must be -1 or an int in the range [1, inf). "
+                             f"Got {self.max_iter!r} instead.")
+        if self.executor is not None and not callable(getattr(self.executor, "submit", None)):
+            raise ValueError("The 'executor' parameter of DCSVC must be None or a concurrent.futures.Executor "
+                             f"(an object with a submit method). Got {self.executor!r} instead.")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValueError(f"The 'solver_options' parameter of DCSVC must be None or a dict. "
+                             f"Got {self.solver_options!r} instead.")
+        if not isinstance(self.solver, str):
+            raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
+        _, opts = get_binary_solver(self.solver)
+        unknown = set(self.solver_options or {}) - set(opts)
+        if unknown:
+            raise ValueError(f"The 'solver_options' parameter of DCSVC has options {sorted(unknown)} that solver "
+                             f"{self.solver!r} does not take; it takes {sorted(opts)}.")
+
+    def _gram_spec(self, gamma):
+        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
+
+    def _rng(self):
+        rs = self.random_state
+        if isinstance(rs, np.random.Generator):
+            return rs, None
+        if isinstance(rs, np.random.RandomState):
+            seed = int(rs.randint(2**31 - 1))
+            return np.random.default_rng(seed), seed
+        if rs is None:
+            return np.random.default_rng(), None
+        check_scalar(rs, "random_state", "DCSVC", kind="int", low=0)
+        return np.random.default_rng(int(rs)), int(rs)
+
+    # ------------------------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the DC-SVM (one binary DC-SVM per pair of classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy, SciPy sparse (CSR), CuPy or cupyx CSR.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative per-sample multipliers of C; samples of weight 0 are left out.
+
+        Returns
+        -------
+        self
+        """
+        from sklearn.utils.multiclass import check_classification_targets
+
+        from ._solvers.dcsvm import dcsvm_solve
+
+        self._validate_params()
+        X = _prevalidate_X(X)
+        if y is None:
+            raise ValueError("DCSVC requires y to be passed, but the target y is None.")
+        be = get_backend(self.device, X, y, sample_weight)
+        X = check_X(X, be, owner="DCSVC")
+        n, d = int(X.shape[0]), int(X.shape[1])
+        y = check_y(y, n, owner="DCSVC")
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
+                             "(DCSVC cannot train on a single class).")
+        sw = check_sample_weight(sample_weight, n, owner="DCSVC")
+        Cvec_all = float(self.C) * sw
+        keep = np.flatnonzero(Cvec_all > 0)
+        if isinstance(self.gamma, str):
+            if be.issparse(X):
+                mean = float(X.sum()) / (n * d)
+                sq = X.copy()
+                sq.data = sq.data * sq.data
+                var = float(sq.sum()) / (n * d) - mean * mean
+            else:
+                var = float(X.var())
+            gamma = resolve_gamma(self.gamma, var, d)
+        else:
+            gamma = float(self.gamma)
+        self._gamma = gamma
+        spec = self._gram_spec(gamma)
+        rng, seed = self._rng()
+        xp = be.xp
+        n_classes = len(classes)
+        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        cache_bytes = int(float(self.cache_size) * 2**20)
+        worker_device = "cpu" if not be.is_gpu else "auto"
+        levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
+        converged = True
+        for a, b in pairs:
+            idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
+            if not (np.any(y_idx[idx] == a) and np.any(y_idx[idx] == b)):
+                raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
+                                 "do not both have samples with positive weight.")
+            yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
+            identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
+            idx_dev = be.asarray(idx)
+            Xb = X if identity else be.take_rows(X, idx_dev)
+            res = dcsvm_solve(
+                be, Xb, be.asarray(yb), spec, be.asarray(Cvec_all[idx]), n_levels=int(self.n_levels),
+                n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
+                early_stop_level=self.early_stop_level, refine=bool(self.refine), solver=self.solver,
+                tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes,
+                options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,
+                random_state=seed, verbose=int(self.verbose))
+            for info in res.levels:
+                if n_classes > 2:
+                    info = {"pair": (a, b), **info}
+                levels.append(info)
+            pair_coef.append(np.asarray(be.to_host(res.alpha), dtype=np.float64) * yb)
+            pair_idx.append(idx)
+            pair_b.append(np.nan if res.b is None else float(res.b))
+            n_iter.append(int(res.n_iter))
+            objective.append(np.nan if res.objective is None else float(res.objective))
+            converged &= bool(res.converged)
+            models.append(res.models)
+
+        # ---- LIBSVM's model layout, as gpusvm.SVC ----
+        is_sv = np.zeros(n, dtype=bool)
+        for coef, idx in zip(pair_coef, pair_idx):
+            is_sv[idx[coef != 0]] = True
+        support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
+        n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)],
+                             dtype=np.int32)
+        pos = -np.ones(n, dtype=np.int64)
+        pos[support] = np.arange(support.shape[0])
+        dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
+        coefs = np.zeros((len(pairs), support.shape[0]))
+        for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_coef, pair_idx)):
+            nz = coef != 0
+            cols = pos[idx[nz]]
+            coefs[p, cols] = coef[nz]
+            ya = y_idx[idx[nz]]
+            dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
+        intercept = np.array(pair_b)
+        if n_classes == 2:  # sklearn's sign convention: decision > 0 means classes_[1]
+            dual = -dual
+            intercept = -intercept
+
+        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        self.classes_ = classes
+        self.support_ = be.asarray(support.astype(np.int32))
+        self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
+        self.dual_coef_ = be.asarray(dual)
+        self.intercept_ = be.asarray(intercept)
+        self._pair_coef = be.asarray(coefs)
+        self._pair_b = be.asarray(np.array(pair_b))
+        self._level_models = models  # per pair: {level: LocalModels}
+        self.n_support_ = n_support
+        self.n_iter_ = np.array(n_iter, dtype=np.int32)
+        self.objective_ = np.array(objective)
+        self.levels_ = levels
+        self.fit_status_ = 0 if converged else 1
+        self.shape_fit_ = (n, d)
+        self.n_features_in_ = d
+        if self.early_stop_level is not None:
+            self.early_model_ = {"level": int(self.early_stop_level),
+                                 "n_clusters": int(self.n_clusters_per_level) ** int(self.early_stop_level)}
+        elif hasattr(self, "early_model_"):
+            del self.early_model_
+        if not converged:
+            warnings.warn(f"A solver stopped at max_iter={self.max_iter} before reaching tol={self.tol} in at "
+                          "least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
+                          "not optimal. Raise max_iter.", ConvergenceWarning, stacklevel=2)
+        return self
+
+    # ------------------------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "support_vectors_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                                 "appropriate arguments before using this estimator.")
+
+    def _resolve_level(self, level):
+        if level is None:
+            return 0 if self.early_stop_level is None else int(self.early_stop_level)
+        avail = sorted(self._level_models[0]) + ([0] if self.early_stop_level is None else [])
+        if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
+            raise ValueError(f"The 'level' parameter of DCSVC.predict must be one of the fitted levels "
+                             f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.")
+        return int(level)
+
+    def _pair_decision(self, X, level):
+        """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
+        from ._solvers.dcsvm import local_decision
+
+        self._check_fitted()
+        level = self._resolve_level(level)
+        X = _prevalidate_X(X)
+        lib = array_library(X)
+        be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        X = check_X(X, be, owner="DCSVC")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but DCSVC is expecting {self.n_features_in_} "
+                             "features as input.")
+        xp = be.xp
+        n = int(X.shape[0])
+        n_pairs = len(self._level_models)
+        dec = xp.empty((n, n_pairs), dtype=xp.float64)
+        x_sq = be.row_sqnorms(X, xp.float64)
+        spec = self._gram_spec(self._gamma)
+        if spec.kind != "rbf":
+            x_sq_g = None
+        else:
+            x_sq_g = x_sq
+        if level > 0:
+            for p in range(n_pairs):
+                dec[:, p], _ = local_decision(be, self._level_models[p][level], X, x_sqnorm=x_sq_g)
+            return be, dec, lib
+        SV = self.support_vectors_
+        n_sv = int(SV.shape[0])
+        if n_sv == 0:
+            dec[...] = self._pair_b[None, :]
+            return be, dec, lib
+        sv_sq = be.row_sqnorms(SV, xp.float64)
+        step = max(1, (64 * 2**20) // (8 * n_sv))
+        for s0 in range(0, n, step):
+            s1 = min(n, s0 + step)
+            K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sq, y_sqnorm=x_sq[s0:s1], dtype=xp.float64)
+            dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
+        return be, dec, lib
+
+    @staticmethod
+    def _out(be, x, lib):
+        if lib == "cupy":
+            import cupy as cp
+
+            return cp.asarray(x)
+        return np.asarray(be.to_host(x))
+
+    def decision_function(self, X, level=None):
+        """Decision values of the final model, or of the local models of a level (early prediction).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        level : int, optional
+            0: the top-level (exact) model; l in [1, n_levels]: early prediction with level l's local
+            models (each point scored by its nearest cluster's model). None: the fitted model (level 0,
+            or ``early_stop_level`` when set).
+
+        Returns
+        -------
+        array of shape (n_samples,) for two classes (> 0 means ``classes_[1]``), else one-vs-one values
+        of shape (n_samples, n_classes * (n_classes - 1) / 2) (> 0 favours the pair's first class), in
+        the input's array library.
+        """
+        be, dec, lib = self._pair_decision(X, level)
+        if len(self.classes_) == 2:
+            return self._out(be, -dec[:, 0], lib)
+        return self._out(be, dec, lib)
+
+    def predict(self, X, level=None):
+        """Class labels (one-vs-one vote for more than two classes; ties go to the lower class index).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        level : int, optional
+            As in :meth:`decision_function`.
+
+        Returns
+        -------
+        array of shape (n_samples,), in the input's array library.
+        """
+        be, dec, lib = self._pair_decision(X, level)
+        d = np.asarray(be.to_host(dec))
+        k = len(self.classes_)
+        votes = np.zeros((d.shape[0], k), dtype=np.int64)
+        p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                pos = d[:, p] > 0
+                votes[:, a] += pos
+                votes[:, b] += ~pos
+                p += 1
+        pred = self.classes_[np.argmax(votes, axis=1)]
+        return self._out(be, pred, lib)
+
+    def score(self, X, y, sample_weight=None, level=None):
+        """Mean accuracy on (X, y) of the fitted model or of a level's early prediction."""
+        from sklearn.metrics import accuracy_score
+
+        pred = self.predict(X, level=level)
+        if array_library(pred) == "cupy":
+            pred = pred.get()
+        if array_library(y) == "cupy":
+            y = y.get()
+        if array_library(sample_weight) == "cupy":
+            sample_weight = sample_weight.get()
+        return accuracy_score(y, pred, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _prevalidate_X(X):
+    """Host-side checks with scikit-learn's wording for common mistakes (1-d input, zero features,
+    complex or object values); CuPy and sparse inputs pass through unchanged."""
+    if X is None or array_library(X) != "numpy" or sp.issparse(X):
+        return X
+    X = np.asarray(X)
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported.")
+    if X.dtype == object:
+        X = X.astype(np.float64)
+    if X.ndim == 1:
+        raise ValueError(f"Expected 2D array, got 1D array instead: array of shape {X.shape}. Reshape your data "
+                         "either using array.reshape(-1, 1) if your data has a single feature or "
+                         "array.reshape(1, -1) if it contains a single sample.")
+    if X.ndim == 2 and X.shape[1] == 0:
+        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.ndim == 2 and X.shape[0] == 0:
+        raise ValueError(f"0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    return X
