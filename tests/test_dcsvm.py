@@ -1,0 +1,274 @@
+"""DCSVC (divide-and-conquer kernel SVM): exactness against scikit-learn (LIBSVM), early prediction,
+executors (thread pool, dask.distributed), kernel k-means pieces, bad input."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.svm import SVC as SkSVC
+
+from gpusvm import DCSVC, GramSpec, get_backend
+from gpusvm._solvers.dcsvm import repair_feasibility
+from gpusvm._solvers.kernel_kmeans import cluster_distances, two_step_kernel_kmeans
+from gpusvm.bench.objectives import sklearn_svc_objective
+from gpusvm.datasets import load_bundled
+
+from conftest import load_subset
+
+
+def _rel(a, b):
+    return abs(a - b) / abs(b)
+
+
+@pytest.fixture(scope="module")
+def ijcnn1_small(data_dir):
+    X, y = load_subset(data_dir, "ijcnn1.xz", 6000, seed=0, dense=True)
+    Xt, yt = load_subset(data_dir, "ijcnn1.t.xz", 20000, n_features=22, seed=1, dense=True)
+    return X, y, Xt, yt
+
+
+# ---------------------------------------------------------------------------------------------
+def test_ijcnn1_final_model_is_exact_and_early_prediction_is_close(ijcnn1_small):
+    X, y, Xt, yt = ijcnn1_small
+    est = DCSVC(C=32, gamma=2.0, n_levels=3, n_clusters_per_level=4, device="cpu", random_state=0).fit(X, y)
+    ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
+    d_ours, d_ref = sklearn_svc_objective(est), sklearn_svc_objective(ref)
+    assert _rel(d_ours, d_ref) < 1e-3
+    # our own reported objective agrees with the one recomputed from the model
+    assert _rel(float(est.objective_[0]), d_ours) < 1e-6
+    acc, acc_ref = est.score(Xt, yt), ref.score(Xt, yt)
+    assert abs(acc - acc_ref) <= 0.001
+    # decision values: same model up to the solvers' tolerance
+    dv, dv_ref = est.decision_function(Xt[:2000]), ref.decision_function(Xt[:2000])
+    assert np.max(np.abs(dv - dv_ref)) < 0.05
+    # levels_: the three cluster levels (lowest first), refine, top
+    assert [lv["level"] for lv in est.levels_] == [3, 2, 1, "refine", 0]
+    assert [lv["n_clusters"] for lv in est.levels_[:3]] == [64, 16, 4]
+    assert all(lv["converged"] for lv in est.levels_)
+    # early prediction at the 64-cluster level: close to the exact model on held-out data
+    acc64 = est.score(Xt, yt, level=3)
+    assert acc64 >= acc_ref - 0.02
+    # the top level's record is the final model
+    assert est.levels_[-1]["objective"] == pytest.approx(float(est.objective_[0]))
+
+
+def test_early_stop_level_fits_only_the_lower_levels(ijcnn1_small):
+    X, y, Xt, yt = ijcnn1_small
+    full = DCSVC(C=32, gamma=2.0, n_levels=3, device="cpu", random_state=0).fit(X, y)
+    early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
+    assert early.early_model_ == {"level": 3, "n_clusters": 64}
+    assert [lv["level"] for lv in early.levels_] == [3]
+    assert np.isnan(early.intercept_).all() and np.isnan(early.objective_).all()
+    # the same seed gives the same lowest level, so the same early predictions
+    np.testing.assert_array_equal(early.predict(Xt[:3000]), full.predict(Xt[:3000], level=3))
+    np.testing.assert_array_equal(early.predict(Xt[:3000]), early.predict(Xt[:3000], level=3))
+    with pytest.raises(ValueError, match="'level' parameter"):
+        early.predict(Xt[:10], level=0)
+    with pytest.raises(ValueError, match="'level' parameter"):
+        full.predict(Xt[:10], level=4)
+    assert not hasattr(full, "early_model_")
+
+
+# ---------------------------------------------------------------------------------------------
+def test_matches_sklearn_on_both_backends(backend):
+    X, y = load_bundled("breast_cancer")
+    est = DCSVC(C=10.0, gamma=0.05, n_levels=2, device=backend.name, random_state=0).fit(X, y)
+    ref = SkSVC(C=10.0, gamma=0.05).fit(X, y)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    dv = est.decision_function(X)
+    if not isinstance(dv, np.ndarray):
+        dv = dv.get()
+    assert np.max(np.abs(dv - ref.decision_function(X))) < 0.02
+    assert set(np.unique(est.predict(X, level=2))) <= set(est.classes_)
+
+
+def test_multiclass_one_vs_one_matches_sklearn():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    est = DCSVC(C=5.0, gamma=0.5, n_levels=2, n_clusters_per_level=2, device="cpu", random_state=0).fit(X, y)
+    ref = SkSVC(C=5.0, gamma=0.5).fit(X, y)
+    assert est.dual_coef_.shape == (2, est.support_vectors_.shape[0])
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    assert (est.predict(X) == ref.predict(X)).mean() >= 0.99
+    assert {lv["pair"] for lv in est.levels_} == {(0, 1), (0, 2), (1, 2)}
+    assert est.predict(X, level=1).shape == (150,)
+
+
+def test_sparse_input_and_string_labels():
+    X, y = load_bundled("breast_cancer")
+    labels = np.where(y == 1, "benign", "malignant")
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    dense = DCSVC(C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs.toarray(), labels)
+    sparse = DCSVC(C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs, labels)
+    assert list(sparse.classes_) == ["benign", "malignant"]
+    assert _rel(sklearn_svc_objective(sparse), sklearn_svc_objective(dense)) < 1e-6
+    np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(Xs.toarray()))
+    np.testing.assert_array_equal(sparse.predict(Xs, level=2), dense.predict(Xs.toarray(), level=2))
+
+
+# ---------------------------------------------------------------------------------------------
+def test_thread_pool_executor_gives_the_in_process_alpha():
+    X, y = load_bundled("breast_cancer")
+    kw = dict(C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    a = DCSVC(**kw).fit(X, y)
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        b = DCSVC(executor=ex, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=0, atol=1e-12)
+    for la, lb in zip(a.levels_, b.levels_):
+        assert la["objective"] == pytest.approx(lb["objective"], rel=1e-12)
+
+
+def test_dask_local_cluster_gives_the_in_process_alpha():
+    distributed = pytest.importorskip("distributed")
+    X, y = load_bundled("breast_cancer")
+    kw = dict(C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    ref = DCSVC(**kw).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        est = DCSVC(executor=client.get_executor(), **kw).fit(X, y)
+    np.testing.assert_array_equal(est.support_, ref.support_)
+    np.testing.assert_allclose(est.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-12)
+    # the lower levels' (concatenated) alphas too: the local models hold them
+    for lvl in (1, 2):
+        m_ref, m_est = ref._level_models[0][lvl], est._level_models[0][lvl]
+        np.testing.assert_array_equal(m_est.sv_index, m_ref.sv_index)
+        np.testing.assert_allclose(m_est.sv_coef, m_ref.sv_coef, rtol=0, atol=1e-12)
+
+
+class _FailingExecutor(cf.Executor):
+    """Runs tasks inline; the task of the ``bad``-th submission fails."""
+
+    def __init__(self, bad=1):
+        self.calls = 0
+        self.bad = bad
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        fut = cf.Future()
+        if self.calls == self.bad:
+            fut.set_exception(OSError("worker lost"))
+        else:
+            fut.set_result(fn(*args, **kwargs))
+        return fut
+
+
+class _RefusingExecutor(cf.Executor):
+    def submit(self, fn, /, *args, **kwargs):
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+
+def test_executor_errors_name_the_level_and_cluster():
+    X, y = load_bundled("breast_cancer")
+    with pytest.raises(RuntimeError, match=r"level 2, cluster \d+ .*worker lost"):
+        DCSVC(n_levels=2, device="cpu", random_state=0, executor=_FailingExecutor(bad=2)).fit(X, y)
+    with pytest.raises(RuntimeError, match=r"could not submit .*level 2, cluster 0"):
+        DCSVC(n_levels=2, device="cpu", random_state=0, executor=_RefusingExecutor()).fit(X, y)
+    with cf.ThreadPoolExecutor(max_workers=1) as ex:
+        ex.shutdown()
+        with pytest.raises(RuntimeError, match="could not submit"):
+            DCSVC(n_levels=2, device="cpu", random_state=0, executor=ex).fit(X, y)
+
+
+# ---------------------------------------------------------------------------------------------
+def test_bad_input_messages():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(ValueError, match="needs 64 clusters at its lowest level, more than the 50 training"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16\)\. Got 10"):
+        DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="'n_clusters_per_level' parameter of DCSVC must be an int in the range"):
+        DCSVC(n_clusters_per_level=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"'early_stop_level' parameter of DCSVC must be an int in the range \[1, 2\]"):
+        DCSVC(n_levels=2, early_stop_level=3).fit(X, y)
+    with pytest.raises(ValueError, match="'C' parameter of DCSVC must be a float in the range"):
+        DCSVC(C=-1).fit(X, y)
+    with pytest.raises(ValueError, match="'executor' parameter of DCSVC"):
+        DCSVC(executor="dask").fit(X, y)
+    with pytest.raises(ValueError, match="'solver' parameter must be one of"):
+        DCSVC(solver="nope", n_levels=1).fit(X, y)
+    with pytest.raises(ValueError, match="does not take"):
+        DCSVC(solver_options={"bogus": 1}, n_levels=1).fit(X, y)
+    with pytest.raises(ValueError, match="greater than one"):
+        DCSVC(n_levels=1).fit(X, np.ones(50))
+
+
+def test_single_class_clusters_and_convergence_warning():
+    from sklearn.exceptions import ConvergenceWarning
+
+    # two far-apart blobs per class: many clusters hold one class only
+    rng = np.random.default_rng(1)
+    X = np.concatenate([rng.normal(c, 0.2, size=(40, 2)) for c in (0, 5, 10, 15)])
+    y = np.repeat([0, 1, 0, 1], 40)
+    est = DCSVC(C=1.0, gamma=0.5, n_levels=2, device="cpu", random_state=0).fit(X, y)
+    ref = SkSVC(C=1.0, gamma=0.5).fit(X, y)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    np.testing.assert_array_equal(est.predict(X, level=2), y)
+    Xb, yb = load_bundled("breast_cancer")
+    with pytest.warns(ConvergenceWarning):
+        est = DCSVC(C=100.0, gamma=0.5, n_levels=1, max_iter=3, device="cpu", random_state=0).fit(Xb, yb)
+    assert est.fit_status_ == 1
+
+
+# ---------------------------------------------------------------------------------------------
+def test_repair_feasibility_scales_the_larger_class_only():
+    be = get_backend("cpu")
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(200) < 0.3, 1.0, -1.0)
+    C = np.full(200, 2.0)
+    alpha = rng.random(200) * C
+    out = repair_feasibility(be, y, alpha)
+    assert abs(float(y @ out)) < 1e-10
+    assert np.all(out >= 0) and np.all(out <= C)
+    small = y > 0 if alpha[y > 0].sum() < alpha[y < 0].sum() else y < 0
+    np.testing.assert_array_equal(out[small], alpha[small])
+    # already feasible: unchanged; all zero: unchanged
+    np.testing.assert_allclose(repair_feasibility(be, y, out), out, rtol=1e-14)
+    np.testing.assert_array_equal(repair_feasibility(be, y, np.zeros(200)), np.zeros(200))
+
+
+def test_kernel_kmeans_distances_match_the_definition():
+    be = get_backend("cpu")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    spec = GramSpec("rbf", 0.3)
+    clus, labels = two_step_kernel_kmeans(be, X, spec, 5, 120, np.random.default_rng(2))
+    assert clus.n_clusters == 5 and clus.sample_X.shape == (120, 4)
+    sizes = np.diff(clus.starts)
+    assert sizes.min() >= 1 and sizes.sum() == 120
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    S = clus.sample_X
+    ref = np.empty((300, 5))
+    for c in range(5):
+        Sc = S[clus.starts[c]:clus.starts[c + 1]]
+        ref[:, c] = -2 * rbf_kernel(X, Sc, gamma=0.3).mean(axis=1) + rbf_kernel(Sc, Sc, gamma=0.3).mean()
+    np.testing.assert_allclose(cluster_distances(be, clus, X), ref, atol=1e-10)
+    np.testing.assert_array_equal(labels, np.argmin(ref, axis=1))
+    # the sample rows are rows of X
+    np.testing.assert_array_equal(S, X[clus.sample_index])
+    # adaptive sampling: candidates fewer than m are all taken
+    cand = np.arange(0, 300, 10)
+    clus2, _ = two_step_kernel_kmeans(be, X, spec, 4, 60, np.random.default_rng(0), candidates=cand)
+    assert set(cand) <= set(clus2.sample_index.tolist())
+
+
+def test_kernel_kmeans_gpu_matches_cpu(gpu_backend):
+    import cupy as cp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 5))
+    spec = GramSpec("rbf", 0.2)
+    cpu = get_backend("cpu")
+    c_cpu, l_cpu = two_step_kernel_kmeans(cpu, X, spec, 8, 200, np.random.default_rng(4))
+    c_gpu, l_gpu = two_step_kernel_kmeans(gpu_backend, cp.asarray(X), spec, 8, 200, np.random.default_rng(4))
+    np.testing.assert_array_equal(cp.asnumpy(c_gpu.sample_index), c_cpu.sample_index)
+    np.testing.assert_allclose(cp.asnumpy(cluster_distances(gpu_backend, c_gpu, cp.asarray(X))),
+                               cluster_distances(cpu, c_cpu, X), atol=1e-8)
+    assert (cp.asnumpy(l_gpu) == l_cpu).mean() > 0.99
