@@ -18,6 +18,8 @@
 
 #define GPUSVM_TAU 1e-12
 #define PA_COND_ 1e-8
+// +inf without <math.h> (NVRTC, which CuPy uses, has no host headers)
+#define SMO_INF __longlong_as_double(0x7ff0000000000000LL)
 
 __device__ __forceinline__ bool smo_in_up(double y, double a, double c) {
     return (y > 0.0 && a < c) || (y < 0.0 && a > 0.0);
@@ -60,9 +62,9 @@ __device__ void smo_block_argmax_min(double& v, int& i, double& mn, double* red_
     }
     __syncthreads();
     if (warp == 0) {
-        double vv = lane < nwarps ? red_v[lane] : -INFINITY;
+        double vv = lane < nwarps ? red_v[lane] : -SMO_INF;
         int ii = lane < nwarps ? red_i[lane] : 0x7fffffff;
-        double mm = lane < nwarps ? red_m[lane] : INFINITY;
+        double mm = lane < nwarps ? red_m[lane] : SMO_INF;
         smo_warp_argmax(vv, ii);
         mm = smo_warp_min(mm);
         if (lane == 0) {
@@ -132,8 +134,10 @@ __device__ double smo_clipped_gain(const T* K, int q, const double* sd, const do
 // One block; blockDim.x = a power of two >= max(q, 32); dynamic shared memory: 5 * blockDim.x doubles.
 // K: q x q (row-major, symmetric); y, C, diag: q; alpha: q, in: start, out: solution; G: q (read only).
 // out_steps[0]: SMO steps taken; out_gap[0]: local gap at the last selection.
+// __launch_bounds__(1024): a block of 1,024 threads may use at most 64 registers per thread; without the
+// bound ptxas allocates 72 and the launch fails with "too many resources requested".
 template <typename T>
-__global__ void local_smo(const T* __restrict__ K, int q, const double* __restrict__ y_g, double* alpha_g,
+__global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q, const double* __restrict__ y_g, double* alpha_g,
                           const double* __restrict__ G_g, const double* __restrict__ C_g,
                           const double* __restrict__ diag_g, double eps, double rel_eps, int max_steps,
                           int mode, int pa_recent, double eta, long long* out_steps, double* out_gap) {
@@ -175,7 +179,7 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
     int steps = 0;
     while (true) {
         // ---- maximal violating pair: i (and the gap) ------------------------------------------
-        double s_t = 0.0, v = -INFINITY, mn = INFINITY;
+        double s_t = 0.0, v = -SMO_INF, mn = SMO_INF;
         int idx = 0x7fffffff;
         if (t < q) {
             s_t = -sy[t] * sg[t];
@@ -193,7 +197,7 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
         if (i == 0x7fffffff || !(gap > eps_eff) || steps >= max_steps) break;
 
         // ---- WSS2: j by second-order gain against i ----------------------------------------------
-        double gv = -INFINITY;
+        double gv = -SMO_INF;
         int gj = 0x7fffffff;
         if (t < q && smo_in_low(sy[t], sa[t], sc[t])) {
             double b = m - s_t;
@@ -203,7 +207,7 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
                 gj = t;
             }
         }
-        double unused = INFINITY;
+        double unused = SMO_INF;
         smo_block_argmax_min(gv, gj, unused, red_v, red_i, red_m);
         if (gj == 0x7fffffff) break;  // uniform: every thread sees the same reduction result
 
@@ -212,7 +216,7 @@ __global__ void local_smo(const T* __restrict__ K, int q, const double* __restri
             int j = gj;
             if (mode == 1 && last_plan) {  // modified selection after a planning step (eta safeguard)
                 const double gw = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, i, j);
-                double pbest = -INFINITY;
+                double pbest = -SMO_INF;
                 int pu = -1, pv = -1;
                 for (int h = 1; h <= n_partner; ++h) {
                     const double gr = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, hist_i[h], hist_j[h]);
