@@ -1,0 +1,274 @@
+"""Fused op ``bsgd_train``: the whole budgeted SGD loop of one binary problem, compiled.
+
+BSGD (Wang, Crammer and Vucetic, "Breaking the curse of kernelization: budgeted stochastic gradient
+descent for large-scale SVM training", JMLR 13, 2012) on the Pegasos objective
+lambda/2 ||w||^2 + 1/n sum_i max(0, 1 - y_i <w, phi(x_i)>), with multi-merge budget maintenance
+(Qaadan and Glasmachers, arXiv:1806.10179). Step t (counted from 1 over all epochs), sample i = order[t-1]:
+
+    f = sum_j alpha_j k(sv_j, x_i)                     (the model before the step)
+    alpha <- (1 - 1/t) alpha                           (eta_t lambda = 1/t, eta_t = 1/(lambda t))
+    if y_i f < 1: add sv x_i with alpha = y_i / (lambda t)
+    if #SV > B:   budget maintenance (below)
+
+Budget maintenance with M = n_merge: the first candidate is the SV of minimal |alpha| (lowest index on
+ties); every other SV of the same sign is scored by the degradation of merging it with the first
+(fused op ``merge_search``); the M-1 best partners (lowest degradation, lowest index on ties) are then
+
+* "cascade" (MM-BSGD, Algorithm 1): merged one after the other in order of increasing degradation,
+  z <- merge(z, partner) by golden-section search each time;
+* "gradient" (MM-GD, Algorithm 2): merged all at once: z starts at the alpha-weighted mean of the M
+  points and climbs g(z) = sum_i a_i k(x_i, z) (a_z = g(z) is the best coefficient and the degradation
+  is ||w_M||^2 - g(z)^2) by gradient steps with the step size 1 / (2 gamma g(z)), i.e. the fixed-point
+  ("mean-shift") update z <- sum_i a_i k(x_i, z) x_i / g(z), which increases g monotonically for
+  same-sign coefficients; ``n_gd`` steps.
+
+The merged point takes the first candidate's slot; each partner's slot is filled by the current last SV
+(partners removed in decreasing slot order). When fewer than M-1 same-sign partners exist the available
+ones are merged; with none the first candidate is removed (its degradation is alpha^2). The GPU kernel
+(``kernels/bsgd.cu``) follows the same rules step for step.
+
+Timing: CPU cycles (``llvm.readcyclecounter``) spent in budget maintenance and in the whole loop give
+the merge-time fraction without leaving compiled code.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ..base import register_op
+from .merge import DEFAULT_N_GSS, argmin_abs, golden_merge, merge_search_nb, smallest_k
+
+MERGE_CODES = {"cascade": 0, "gradient": 1}
+
+
+@intrinsic
+def _cycles(typingctx):
+    sig = types.uint64()
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return sig, codegen
+
+
+@numba.njit(cache=True)
+def _remove_partners(sv, alpha, n_sv, partners, found):
+    # partners in decreasing slot order; fill each hole with the current last SV
+    ps = np.sort(partners[:found])[::-1]
+    d = sv.shape[1]
+    for q in range(found):
+        p = ps[q]
+        last = n_sv - 1
+        if p != last:
+            for k in range(d):
+                sv[p, k] = sv[last, k]
+            alpha[p] = alpha[last]
+        n_sv -= 1
+    return n_sv
+
+
+@numba.njit(cache=True)
+def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners, z, zprev, w):
+    """One budget maintenance step; returns the new number of SVs."""
+    d = sv.shape[1]
+    first = argmin_abs(alpha, n_sv)
+    merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs)
+    found = smallest_k(deg, n_sv, n_merge - 1, partners)
+    if found == 0:  # no same-sign SV: remove the first candidate
+        last = n_sv - 1
+        if first != last:
+            for k in range(d):
+                sv[first, k] = sv[last, k]
+            alpha[first] = alpha[last]
+        return n_sv - 1
+    for k in range(d):
+        z[k] = sv[first, k]
+    az = alpha[first]
+    if merge_code == 0:  # cascade
+        for q in range(found):
+            p = partners[q]
+            d2 = 0.0
+            for k in range(d):
+                t = z[k] - sv[p, k]
+                d2 += t * t
+            h, az_new, dg = golden_merge(az, alpha[p], gamma * d2, n_gss)
+            for k in range(d):
+                z[k] = h * z[k] + (1.0 - h) * sv[p, k]
+            az = az_new
+    else:  # gradient: the M points are first and partners[:found]
+        tot = az
+        for k in range(d):
+            z[k] = az * z[k]
+        for q in range(found):
+            p = partners[q]
+            tot += alpha[p]
+            for k in range(d):
+                z[k] += alpha[p] * sv[p, k]
+        for k in range(d):
+            z[k] /= tot
+        for it in range(n_gd + 1):
+            # weights a_i k(x_i, z) of the M points at the current z
+            g = 0.0
+            for q in range(found + 1):
+                p = first if q == 0 else partners[q - 1]
+                d2 = 0.0
+                for k in range(d):
+                    t = z[k] - sv[p, k]
+                    d2 += t * t
+                w[q] = alpha[p] * np.exp(-gamma * d2)
+                g += w[q]
+            if it == n_gd:
+                break
+            for k in range(d):
+                zprev[k] = 0.0
+            for q in range(found + 1):
+                p = first if q == 0 else partners[q - 1]
+                for k in range(d):
+                    zprev[k] += w[q] * sv[p, k]
+            for k in range(d):
+                z[k] = zprev[k] / g
+        az = g
+    for k in range(d):
+        sv[first, k] = z[k]
+    alpha[first] = az
+    return _remove_partners(sv, alpha, n_sv, partners, found)
+
+
+@numba.njit(cache=True)
+def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gss, n_gd, sv, alpha, n_sv,
+                  stats):
+    """Run steps t0+1 .. t0+len(order); updates sv/alpha in place, returns n_sv.
+
+    stats (float64, 4): [+]= margin violations, merges, cycles in maintenance, cycles in total.
+    """
+    d = X.shape[1]
+    deg = np.empty(budget + 1)
+    hs = np.empty(budget + 1)
+    partners = np.empty(max(n_merge - 1, 1), dtype=np.int64)
+    z = np.empty(d)
+    zprev = np.empty(d)
+    w = np.empty(n_merge)
+    c_start = _cycles()
+    c_merge = 0
+    viol = 0
+    merges = 0
+    for s in range(order.shape[0]):
+        i = order[s]
+        t = t0 + s + 1
+        f = 0.0
+        for j in range(n_sv):
+            d2 = 0.0
+            for k in range(d):
+                u = sv[j, k] - X[i, k]
+                d2 += u * u
+            f += alpha[j] * np.exp(-gamma * d2)
+        scale = 1.0 - 1.0 / t
+        for j in range(n_sv):
+            alpha[j] *= scale
+        if y[i] * f < 1.0:
+            viol += 1
+            for k in range(d):
+                sv[n_sv, k] = X[i, k]
+            alpha[n_sv] = y[i] / (lam * t)
+            n_sv += 1
+            if n_sv > budget:
+                c0 = _cycles()
+                n_sv = _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners,
+                                 z, zprev, w)
+                c_merge += _cycles() - c0
+                merges += 1
+    stats[0] += viol
+    stats[1] += merges
+    stats[2] += c_merge
+    stats[3] += _cycles() - c_start
+    return n_sv
+
+
+def _prep(be, X, y, order, budget, sv, alpha):
+    xp = be.xp
+    X = xp.ascontiguousarray(X, dtype=xp.float64)
+    y = xp.ascontiguousarray(y, dtype=xp.float64)
+    order = xp.ascontiguousarray(order, dtype=xp.int64)
+    d = X.shape[1]
+    if sv is None:
+        sv = xp.zeros((budget + 1, d), dtype=xp.float64)
+        alpha = xp.zeros(budget + 1, dtype=xp.float64)
+    return X, y, order, sv, alpha
+
+
+@register_op("bsgd_train", "cpu")
+def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
+                   sv=None, alpha=None, n_sv=0):
+    """Run BSGD steps ``t0+1 .. t0+len(order)`` on one binary problem (see the module doc).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dense
+    y : ndarray of shape (n_samples,), values in {-1, +1}
+    order : ndarray of shape (n_steps,), int
+        Sample index of each step.
+    t0 : int
+        Steps done before (the step size of step t is 1 / (lam t)).
+    lam, gamma : float
+    budget, n_merge : int
+    merge : {"cascade", "gradient"}
+    sv, alpha, n_sv : state to continue from (``sv`` of shape (budget + 1, n_features)); fresh if None.
+
+    Returns
+    -------
+    sv : ndarray of shape (budget + 1, n_features)
+    alpha : ndarray of shape (budget + 1,)
+    n_sv : int
+        Rows ``:n_sv`` of ``sv``/``alpha`` hold the model.
+    stats : dict
+        violations, merges, merge_cycles, total_cycles.
+    """
+    X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
+    stats = np.zeros(4)
+    n_sv = bsgd_train_nb(X, y, order, int(t0), float(lam), float(gamma), int(budget), int(n_merge),
+                         MERGE_CODES[merge], int(n_gss), int(n_gd), sv, alpha, int(n_sv), stats)
+    return sv, alpha, int(n_sv), {"violations": int(stats[0]), "merges": int(stats[1]),
+                                  "merge_cycles": float(stats[2]), "total_cycles": float(stats[3])}
+
+
+@register_op("bsgd_train", "gpu")
+def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
+                   sv=None, alpha=None, n_sv=0):
+    """GPU twin of :func:`bsgd_train_cpu`: one persistent thread block runs every step of ``order``
+    (``bsgd_train<double>`` in kernels/bsgd.cu), so there is no host round trip per sample; the host
+    only reads the counters once at the end."""
+    import cupy as cp
+
+    from ..cuda_source import get_kernel
+
+    with be.device:
+        X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
+        d = X.shape[1]
+        cap = budget + 1
+        work_deg = cp.empty(cap, dtype=cp.float64)
+        work_h = cp.empty(cap, dtype=cp.float64)
+        state = cp.asarray([int(n_sv)], dtype=cp.int32)
+        stats = cp.zeros(4, dtype=cp.uint64)
+        threads = 256
+        # shared memory: x (d), z (d), zprev (d), w (n_merge) doubles
+        shmem = (3 * d + n_merge) * 8
+        fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
+        if shmem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = shmem
+        fn((1,), (threads,), (
+            X, y, order, cp.int64(order.shape[0]), cp.int64(t0), cp.int32(d),
+            cp.float64(lam), cp.float64(gamma), cp.int32(budget), cp.int32(n_merge),
+            cp.int32(MERGE_CODES[merge]), cp.int32(n_gss), cp.int32(n_gd),
+            sv, alpha, state, work_deg, work_h, stats,
+        ), shared_mem=shmem)
+        st = cp.asnumpy(stats)  # the only device-to-host copy of the run (it also synchronizes)
+        n_sv_out = int(cp.asnumpy(state)[0])
+    return sv, alpha, n_sv_out, {"violations": int(st[0]), "merges": int(st[1]),
+                                 "merge_cycles": float(st[2]), "total_cycles": float(st[3])}

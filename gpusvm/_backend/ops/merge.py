@@ -1,0 +1,235 @@
+"""Fused op ``merge_search``: score every support vector as merge partner of one first candidate.
+
+This is the costly part of budget maintenance in BSGD (Wang, Crammer and Vucetic, JMLR 13, 2012) and
+the part that multi-merge (Qaadan and Glasmachers, "Multi-Merge Budget Maintenance for Stochastic
+Gradient Descent SVM Training", arXiv:1806.10179) runs once per M-1 margin violations instead of once
+per violation.
+
+Merging two support vectors (x_i, a_i), (x_j, a_j) of the same sign with the Gaussian gram
+k(x, y) = exp(-gamma ||x - y||^2) replaces them by one point z = h x_i + (1 - h) x_j, h in [0, 1].
+With kappa = k(x_i, x_j) = exp(-gamma d2) the gram values of z are k(x_i, z) = kappa^((1-h)^2) and
+k(x_j, z) = kappa^(h^2), and the best coefficient of z (the projection of a_i phi(x_i) + a_j phi(x_j)
+onto phi(z)) is in closed form
+
+    a_z(h) = a_i kappa^((1-h)^2) + a_j kappa^(h^2) = (a_i + a_j) s(h),
+    s(h)   = m kappa^((1-h)^2) + (1 - m) kappa^(h^2),   m = a_i / (a_i + a_j) in (0, 1).
+
+The weight degradation ||a_i phi(x_i) + a_j phi(x_j) - a_z phi(z)||^2 = a_i^2 + a_j^2 + 2 a_i a_j kappa
+- a_z^2 is smallest where s(h) is largest; h is found by a golden-section search on [0, 1] with a fixed
+number of iterations (so the CPU and the GPU evaluate exactly the same points).
+
+Choices (documented here once for the op, the solver and the kernels):
+
+* only partners with the same sign as the first candidate are scored (as in Wang et al. and in the
+  BudgetedSVM toolbox): for those h in [0, 1] is the right search interval. Others, and the first
+  candidate itself, get degradation +inf;
+* the squared distance is summed from coordinate differences (not from norms), which avoids
+  cancellation for nearby points;
+* golden-section search: bracket [0, 1], ``n_gss`` shrink steps (default 20, bracket 0.618^20 ~ 7e-5),
+  h = the bracket's midpoint; ``a > b`` comparisons move the bracket left, ties move it right.
+
+The CPU twin is a Numba loop over candidates (:func:`merge_search_nb`), which the CPU training loop
+(:mod:`gpusvm._backend.ops.bsgd`) calls too; the GPU version runs ``merge_search`` of
+``kernels/merge.cu``, one thread per candidate, and shares its device functions (``kernels/merge.cuh``)
+with the GPU training loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..base import register_op
+
+GOLDEN = 0.6180339887498949  # (sqrt(5) - 1) / 2
+DEFAULT_N_GSS = 20
+
+
+@numba.njit(cache=True, inline="always")
+def _s(h, m, gd2):
+    # m * kappa^((1-h)^2) + (1-m) * kappa^(h^2), kappa = exp(-gd2), written with exp to stay accurate
+    # when kappa underflows.
+    u = 1.0 - h
+    return m * math.exp(-gd2 * u * u) + (1.0 - m) * math.exp(-gd2 * h * h)
+
+
+@numba.njit(cache=True)
+def golden_merge(ai, aj, gd2, n_gss):
+    """Merge (a_i, x_i), (a_j, x_j) with gamma * ||x_i - x_j||^2 = gd2 (a_i, a_j of the same sign).
+
+    Returns (h, a_z, degradation): z = h x_i + (1 - h) x_j.
+    """
+    tot = ai + aj
+    m = ai / tot
+    a = 0.0
+    b = 1.0
+    c = b - GOLDEN * (b - a)
+    d = a + GOLDEN * (b - a)
+    fc = _s(c, m, gd2)
+    fd = _s(d, m, gd2)
+    for _ in range(n_gss):
+        if fc > fd:
+            b = d
+            d = c
+            fd = fc
+            c = b - GOLDEN * (b - a)
+            fc = _s(c, m, gd2)
+        else:
+            a = c
+            c = d
+            fc = fd
+            d = a + GOLDEN * (b - a)
+            fd = _s(d, m, gd2)
+    h = 0.5 * (a + b)
+    az = tot * _s(h, m, gd2)
+    deg = ai * ai + aj * aj + 2.0 * ai * aj * math.exp(-gd2) - az * az
+    if deg < 0.0:
+        deg = 0.0
+    return h, az, deg
+
+
+@numba.njit(cache=True)
+def merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs):
+    """Fill ``deg[j]``, ``hs[j]`` (j < n_sv) for merging SV ``j`` into SV ``first``; see the module doc."""
+    d = sv.shape[1]
+    af = alpha[first]
+    for j in range(n_sv):
+        aj = alpha[j]
+        if j == first or aj * af <= 0.0:
+            deg[j] = np.inf
+            hs[j] = 0.0
+            continue
+        d2 = 0.0
+        for k in range(d):
+            t = sv[first, k] - sv[j, k]
+            d2 += t * t
+        h, az, dg = golden_merge(af, aj, gamma * d2, n_gss)
+        deg[j] = dg
+        hs[j] = h
+
+
+@numba.njit(cache=True)
+def smallest_k(deg, n, k, out):
+    """Indices of the ``k`` smallest finite ``deg[:n]`` in increasing order (ties: lower index first)
+    written to ``out``; returns how many were found (fewer when fewer are finite). Repeated argmin,
+    the same rule as the GPU's block reductions. ``deg`` is left unchanged."""
+    found = 0
+    for r in range(k):
+        best = -1
+        bv = np.inf
+        for j in range(n):
+            v = deg[j]
+            if v < bv:
+                taken = False
+                for q in range(found):
+                    if out[q] == j:
+                        taken = True
+                        break
+                if not taken:
+                    bv = v
+                    best = j
+        if best < 0:
+            break
+        out[found] = best
+        found += 1
+    return found
+
+
+@numba.njit(cache=True)
+def argmin_abs(alpha, n):
+    best = 0
+    bv = abs(alpha[0])
+    for j in range(1, n):
+        v = abs(alpha[j])
+        if v < bv:
+            bv = v
+            best = j
+    return best
+
+
+def _check(sv, alpha, n_sv, first):
+    n_sv = int(n_sv)
+    if not 0 < n_sv <= sv.shape[0] or alpha.shape[0] < n_sv:
+        raise ValueError(f"n_sv={n_sv} does not fit sv of shape {sv.shape} and alpha of shape {alpha.shape}")
+    first = int(first)
+    if not 0 <= first < n_sv:
+        raise ValueError(f"first={first} is not in [0, {n_sv})")
+    return n_sv, first
+
+
+@register_op("merge_search", "cpu")
+def merge_search_cpu(be, sv, alpha, n_sv, first, gamma, *, n_gss=DEFAULT_N_GSS):
+    """Score SVs ``0..n_sv-1`` as merge partners of SV ``first`` (Gaussian gram).
+
+    Parameters
+    ----------
+    sv : ndarray of shape (capacity, n_features), float64
+        Support vectors (rows beyond ``n_sv`` are ignored).
+    alpha : ndarray of shape (capacity,), float64
+        Signed coefficients.
+    n_sv : int
+    first : int
+        The first merge candidate (BSGD: the SV of minimal |alpha|).
+    gamma : float
+    n_gss : int
+        Golden-section iterations.
+
+    Returns
+    -------
+    degradation : ndarray of shape (n_sv,)
+        Weight degradation of merging each SV with ``first``; +inf for ``first`` itself and for SVs of
+        the other sign.
+    h : ndarray of shape (n_sv,)
+        The merge point's coordinate: z = h * sv[first] + (1 - h) * sv[j].
+    """
+    n_sv, first = _check(sv, alpha, n_sv, first)
+    sv = np.ascontiguousarray(sv, dtype=np.float64)
+    alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+    deg = np.empty(n_sv)
+    hs = np.empty(n_sv)
+    merge_search_nb(sv, alpha, n_sv, first, float(gamma), int(n_gss), deg, hs)
+    return deg, hs
+
+
+@register_op("merge_search", "gpu")
+def merge_search_gpu(be, sv, alpha, n_sv, first, gamma, *, n_gss=DEFAULT_N_GSS):
+    """GPU twin of :func:`merge_search_cpu`: ``merge_search<double>`` of kernels/merge.cu, one thread
+    per candidate."""
+    import cupy as cp
+
+    from ..cuda_source import get_kernel
+
+    n_sv, first = _check(sv, alpha, n_sv, first)
+    with be.device:
+        sv = cp.ascontiguousarray(cp.asarray(sv, dtype=cp.float64))
+        alpha = cp.ascontiguousarray(cp.asarray(alpha, dtype=cp.float64))
+        deg = cp.empty(n_sv, dtype=cp.float64)
+        hs = cp.empty(n_sv, dtype=cp.float64)
+        fn = get_kernel("merge.cu", "merge_search<double>", be.device_id)
+        threads = 128
+        blocks = (n_sv + threads - 1) // threads
+        fn((blocks,), (threads,), (sv, alpha, cp.int32(n_sv), cp.int32(sv.shape[1]), cp.int32(first),
+                                   cp.float64(gamma), cp.int32(n_gss), deg, hs))
+    return deg, hs
+
+
+@register_op("merge_partners", "cpu")
+def merge_partners_cpu(be, degradation, k):
+    """Indices of the ``k`` smallest finite degradations in increasing order (ties: lower index)."""
+    deg = np.ascontiguousarray(degradation, dtype=np.float64)
+    out = np.empty(int(k), dtype=np.int64)
+    found = smallest_k(deg, deg.shape[0], int(k), out)
+    return out[:found]
+
+
+@register_op("merge_partners", "gpu")
+def merge_partners_gpu(be, degradation, k):
+    """GPU twin of :func:`merge_partners_cpu` (a stable sort; same order and tie rule)."""
+    import cupy as cp
+
+    with be.device:
+        deg = cp.asarray(degradation)
+        idx = cp.argsort(deg, kind="stable")[: int(k)]
+        return idx[cp.isfinite(deg[idx])]

@@ -1,0 +1,245 @@
+"""BudgetSVC: a Gaussian-kernel SVM trained by budgeted SGD with multi-merge budget maintenance."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._backend import array_library, get_backend
+from ._gram import GramSpec, resolve_gamma
+from ._solvers.bsgd import bsgd
+from ._validation import check_options, check_scalar, check_X, check_y
+
+__all__ = ["BudgetSVC"]
+
+_KERNELS = ("linear", "poly", "rbf", "sigmoid", "precomputed")
+_PREDICT_ROWS = 8192  # rows per Gram block at prediction time
+
+
+class BudgetSVC(ClassifierMixin, BaseEstimator):
+    """Kernel SVM on a budget: BSGD (Pegasos steps) with multi-merge budget maintenance.
+
+    Trains f(x) = sum_j alpha_j exp(-gamma ||sv_j - x||^2) by stochastic sub-gradient descent on the
+    primal objective lambda/2 ||w||^2 + 1/n sum_i max(0, 1 - y_i f(x_i)), lambda = 1 / (n C), with step
+    size eta_t = 1 / (lambda t) (Pegasos) and at most one new support vector per step (BSGD: Wang,
+    Crammer, Vucetic, JMLR 2012). Whenever the model holds more than ``budget`` support vectors,
+    ``n_merge`` of them are merged into one (Qaadan and Glasmachers, "Multi-Merge Budget Maintenance
+    for Stochastic Gradient Descent SVM Training", 2018): the SV of smallest |alpha| and its
+    ``n_merge - 1`` best same-sign partners, scored by the weight degradation of a pairwise merge whose
+    position is found by golden-section search. See :mod:`gpusvm._solvers.bsgd` for the details.
+
+    **Bias**: none, as in BSGD and multi-merge BSGD (the Gaussian gram's feature space makes it
+    mostly unnecessary, and an unregularized bias with Pegasos' large early steps is unstable);
+    ``intercept_`` is all zeros.
+
+    **Multi-class**: one-vs-rest. One binary BSGD problem per class (that class +1, all others -1),
+    each with its own budget and the same sample order; the class with the largest decision value
+    wins. Two classes give one problem (``classes_[1]`` is the positive class).
+
+    **Data**: training runs on dense rows (sparse input is densified: the support vectors are dense
+    points anyway once merged), in float64.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularization: lambda = 1 / (n_samples * C). Must be > 0.
+    kernel : {"rbf"}, default="rbf"
+        Only the Gaussian (RBF) gram: merging support vectors needs it. Any other value raises.
+    gamma : {"scale", "auto"} or float, default="scale"
+        k(x, z) = exp(-gamma ||x - z||^2); "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features.
+    budget : int, default=500
+        Most support vectors per binary problem; must be >= ``n_merge``.
+    n_merge : int, default=2
+        M, the number of SVs merged into one at each budget maintenance (2 = classic BSGD). >= 2.
+    merge : {"cascade", "gradient"}, default="cascade"
+        "cascade" (MM-BSGD): merge the M-1 best partners one after the other, each by golden-section
+        search. "gradient" (MM-GD): merge all M at once by gradient (fixed-point) steps on z.
+    epochs : int, default=1
+        Passes over the data, each in a fresh random order. >= 1.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sample order (the same on CPU and GPU, so both devices follow the same sequence).
+    device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
+        Where to train (see :func:`gpusvm.get_backend`).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    support_vectors_ : ndarray of shape (n_SV, n_features)
+        The merged support vectors of all binary problems, stacked.
+    dual_coef_ : ndarray of shape (n_problems, n_SV)
+        Signed coefficient of each support vector in each binary problem (zero for the SVs of other
+        problems); n_problems = 1 for two classes, else n_classes.
+    intercept_ : ndarray of shape (n_problems,)
+        Zeros (no bias; see above).
+    n_support_ : ndarray of shape (n_problems,)
+        Support vectors per binary problem.
+    merge_time_fraction_ : float
+        Share of the training loop's time spent in budget maintenance (merge search and merging),
+        measured in CPU cycles (CPU) or SM clock cycles (GPU) inside the compiled loop.
+    n_merges_ : int
+        Budget maintenance steps over all problems.
+    n_iter_ : int
+        Epochs run (BSGD runs a fixed number of epochs; there is no convergence test to fail, so no
+        ConvergenceWarning is raised).
+    fit_time_ : float
+        Wall-clock seconds of the solver calls in ``fit``.
+    n_features_in_ : int
+    """
+
+    def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", budget=500, n_merge=2, merge="cascade",
+                 epochs=1, random_state=None, device="auto"):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.budget = budget
+        self.n_merge = n_merge
+        self.merge = merge
+        self.epochs = epochs
+        self.random_state = random_state
+        self.device = device
+
+    # ------------------------------------------------------------------------------------------
+    def _validate_params(self):
+        name = type(self).__name__
+        check_scalar(self.C, "C", name, low=0.0, low_open=True)
+        if not isinstance(self.kernel, str) or self.kernel != "rbf":
+            raise ValueError(
+                f"The 'kernel' parameter of {name} must be 'rbf': merging support vectors needs the "
+                f"Gaussian kernel. Got {self.kernel!r} instead."
+            )
+        if isinstance(self.gamma, str):
+            check_options(self.gamma, "gamma", name, ("scale", "auto"))
+        else:
+            check_scalar(self.gamma, "gamma", name, low=0.0, low_open=True)
+        check_scalar(self.n_merge, "n_merge", name, kind="int", low=2)
+        check_scalar(self.budget, "budget", name, kind="int", low=2)
+        if self.budget < self.n_merge:
+            raise ValueError(
+                f"The 'budget' parameter of {name} must be an int >= n_merge ({self.n_merge}): a "
+                f"merge replaces n_merge support vectors by one. Got {self.budget!r} instead."
+            )
+        check_options(self.merge, "merge", name, ("cascade", "gradient"))
+        check_scalar(self.epochs, "epochs", name, kind="int", low=1)
+
+    def fit(self, X, y):
+        """Train on ``X``, ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy/SciPy or CuPy/cupyx input.
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        import time
+
+        self._validate_params()
+        name = type(self).__name__
+        be = get_backend(self.device, X)
+        X = check_X(X, be, dtype=np.float64, owner=name)
+        if be.issparse(X):
+            X = X.toarray()
+        n, d = X.shape
+        y = check_y(y, n, owner=name)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only {classes.tolist()}.")
+        xp = be.xp
+        if isinstance(self.gamma, str):
+            mean = float(X.mean())
+            var = float((X * X).mean()) - mean * mean
+            gamma = resolve_gamma(self.gamma, var, d)
+        else:
+            gamma = float(self.gamma)
+        GramSpec("rbf", gamma)  # validates the resolved gamma
+        rs = check_random_state(self.random_state)
+        order = np.concatenate([rs.permutation(n) for _ in range(self.epochs)]).astype(np.int64)
+        order = be.asarray(order)
+
+        problems = [1] if len(classes) == 2 else list(range(len(classes)))
+        svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
+        t_start = time.perf_counter()
+        for c in problems:
+            yb = be.asarray(np.where(y_idx == c, 1.0, -1.0))
+            res = bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
+                       n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs))
+            svs.append(np.asarray(be.to_host(res.support_vectors)))
+            coefs.append(np.asarray(be.to_host(res.alpha)))
+            for k in info:
+                info[k] += res.info[k]
+        be.sync()
+        self.fit_time_ = time.perf_counter() - t_start
+
+        n_sv = np.array([len(a) for a in coefs], dtype=np.int64)
+        self.support_vectors_ = np.concatenate(svs, axis=0) if svs else np.zeros((0, d))
+        dual = np.zeros((len(problems), int(n_sv.sum())))
+        off = np.concatenate([[0], np.cumsum(n_sv)])
+        for p, a in enumerate(coefs):
+            dual[p, off[p]:off[p + 1]] = a
+        self.dual_coef_ = dual
+        self.intercept_ = np.zeros(len(problems))
+        self.n_support_ = n_sv
+        self.classes_ = classes
+        self._gamma = gamma
+        self.n_iter_ = int(self.epochs)
+        self.n_merges_ = int(info["merges"])
+        self.n_violations_ = int(info["violations"])
+        tot = info["total_cycles"]
+        self.merge_time_fraction_ = float(info["merge_cycles"] / tot) if tot > 0 else float("nan")
+        self.n_features_in_ = d
+        return self
+
+    def decision_function(self, X):
+        """Decision values.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (positive means ``classes_[1]``), else
+        (n_samples, n_classes); in the input's array library.
+        """
+        check_is_fitted(self, "dual_coef_")
+        name = type(self).__name__
+        lib = array_library(X)
+        be = get_backend(self.device, X)
+        X = check_X(X, be, dtype=np.float64, owner=name)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {name} was fitted with {self.n_features_in_}.")
+        spec = GramSpec("rbf", self._gamma)
+        sv = be.asarray(self.support_vectors_)
+        coef = be.asarray(self.dual_coef_.T)
+        sv_sq = be.row_sqnorms(sv)
+        parts = []
+        for r0 in range(0, X.shape[0], _PREDICT_ROWS):
+            Xr = X[r0:r0 + _PREDICT_ROWS]
+            K = be.gram(Xr, sv, spec, y_sqnorm=sv_sq, dtype=np.float64)
+            parts.append(K @ coef)
+        dec = be.xp.concatenate(parts, axis=0) + be.asarray(self.intercept_)[None, :]
+        if dec.shape[1] == 1:
+            dec = dec[:, 0]
+        if lib == "cupy" and not be.is_gpu:
+            import cupy as cp
+
+            return cp.asarray(dec)
+        return be.to_host(dec) if lib != "cupy" else dec
+
+    def predict(self, X):
+        """Class labels of shape (n_samples,), in the input's array library."""
+        dec = self.decision_function(X)
+        lib = array_library(dec)
+        d = dec.get() if lib == "cupy" else np.asarray(dec)
+        idx = (d > 0).astype(np.int64) if d.ndim == 1 else d.argmax(axis=1)
+        out = self.classes_[idx]
+        if lib == "cupy":
+            import cupy as cp
+
+            return cp.asarray(out)
+        return out
