@@ -1,0 +1,138 @@
+"""The ``gpusvm`` command (also ``python -m gpusvm``).
+
+Subcommands
+-----------
+bench
+    Every registered solver on every available device, side by side with scikit-learn, on a suite of
+    data sets; prints a table and writes JSON, Markdown and PNG plots (see ``gpusvm bench --help``).
+info
+    Versions, the GPU status, the registered benchmark solvers and the fused ops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _csv(s: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in s.split(",") if p.strip())
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .bench.suites import suite_names
+
+    p = argparse.ArgumentParser(prog="gpusvm", description="gpusvm: SVMs trained fast on GPUs and correctly on CPUs.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="cmd")
+
+    b = sub.add_parser(
+        "bench", help="benchmark every solver on every device against scikit-learn",
+        description=(
+            "Benchmark every registered solver on every available device against scikit-learn "
+            "(SVC for kernel solvers, LinearSVC for linear ones), measured in the same run. "
+            "Without a data directory the default suite uses scikit-learn's bundled data and generated "
+            "chess-boards. Progress goes to stderr, the table to stdout, files to --out."),
+    )
+    b.add_argument("--suite", default="default", choices=suite_names(),
+                   help="data sets to run: tiny (seconds), default (no files needed), paper (needs --data-dir)")
+    b.add_argument("--data-dir", default=None,
+                   help="folder of the LIBSVM .xz files for --suite paper (default: $GPUSVM_DATA or ../shared/data)")
+    b.add_argument("--devices", type=_csv, default=("cpu", "gpu"),
+                   help="comma-separated devices (cpu,gpu); an unusable GPU is reported as skipped")
+    b.add_argument("--solvers", type=_csv, default=None,
+                   help="comma-separated solver names (default: all registered, plus the scikit-learn references)")
+    b.add_argument("--datasets", type=_csv, default=None, help="comma-separated data set names of the suite")
+    b.add_argument("--repeat", type=int, default=None, help="timed fits per row (default: per suite; 3 for default)")
+    b.add_argument("--out", default="bench-out", help="output folder (default: ./bench-out)")
+    b.add_argument("--max-train", type=int, default=None, help="cap on training rows (stratified subsample)")
+    b.add_argument("--max-test", type=int, default=None, help="cap on test rows (stratified subsample)")
+    b.add_argument("--time-limit", type=float, default=None,
+                   help="soft per-fit limit in seconds: after a slower fit the row's remaining repeats are "
+                        "skipped (a running fit is never interrupted); 0 disables; default per suite")
+    b.add_argument("--warmup-max", type=int, default=2000, help="rows of the warm-up fit's subset (default 2000)")
+    b.add_argument("--no-reference", action="store_true", help="do not run the scikit-learn references")
+    b.add_argument("--device-inputs", action="store_true",
+                   help="give GPU rows CuPy arrays (host-to-device transfer not timed); default: host arrays")
+    b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    b.add_argument("--seed", type=int, default=0, help="seed of splits and subsamples (default 0)")
+    b.add_argument("--note", default="", help="free text recorded in the outputs (e.g. 'shared machine')")
+    b.add_argument("--list", action="store_true", help="list the suite's data sets and the solvers, then exit")
+
+    sub.add_parser("info", help="versions, GPU status, registered solvers and fused ops")
+    return p
+
+
+def _bench(args) -> int:
+    from .bench import harness, registry, suites
+
+    data_dir = args.data_dir
+    if data_dir is None and args.suite == "paper":
+        from .datasets import find_data_dir
+
+        found = find_data_dir()
+        data_dir = str(found) if found else None
+        if data_dir is None:
+            print("gpusvm bench: --suite paper needs --data-dir DIR (the LIBSVM .xz files)", file=sys.stderr)
+            return 2
+    if args.list:
+        print(f"suite {args.suite}:")
+        for d in suites.suite(args.suite):
+            print(f"  {d.name:16s} {d.description}; {d.params}")
+        print("solvers:")
+        for name, e in {**harness.reference_solvers(), **registry.solvers()}.items():
+            print(f"  {name:24s} family={e.family} devices={','.join(e.devices)}")
+        for mod, err in registry.import_errors().items():
+            print(f"  (entry {mod} failed to import: {err})")
+        return 0
+    settings = harness.Settings(
+        suite=args.suite, data_dir=data_dir, devices=args.devices, solvers=args.solvers,
+        datasets=args.datasets, repeat=args.repeat, out=args.out, max_train=args.max_train,
+        max_test=args.max_test, time_limit=args.time_limit, warmup_max=args.warmup_max,
+        reference=not args.no_reference, device_inputs=args.device_inputs, plots=not args.no_plots,
+        seed=args.seed, note=args.note,
+    )
+    try:
+        doc = harness.run(settings)
+    except ValueError as exc:  # bad names in --solvers / --datasets / --devices
+        print(f"gpusvm bench: {exc}", file=sys.stderr)
+        return 2
+    return 0 if doc["rows"] else 1
+
+
+def _info() -> int:
+    from . import __version__, gpu_status
+    from ._backend import registered_ops
+    from .bench import harness, registry
+
+    ok, why = gpu_status(0)
+    print(f"gpusvm {__version__}")
+    m = harness.machine_info(ok)
+    print(f"CPU: {m['cpu_model']} ({m['cpu_count']} logical cores)")
+    print(f"GPU: {m['gpu']['name'] if ok and m.get('gpu') and m['gpu'].get('name') else 'not usable: ' + why}")
+    print("fused ops: " + ", ".join(f"{k} [{'/'.join(v)}]" for k, v in registered_ops().items()))
+    print("benchmark solvers: " + ", ".join([*harness.reference_solvers(), *registry.solvers()]))
+    for mod, err in registry.import_errors().items():
+        print(f"  entry {mod} failed to import: {err}")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``gpusvm`` console script."""
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.version:
+        from . import __version__
+
+        print(f"gpusvm {__version__}")
+        return 0
+    if args.cmd == "bench":
+        return _bench(args)
+    if args.cmd == "info":
+        return _info()
+    p.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Outputs of a benchmark run: console table, JSON, Markdown and PNG plots.
+
+File names carry the suite and the devices that ran, e.g. ``bench_paper_cpu-gpu.json``. The JSON schema
+is documented in ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["format_table", "to_markdown", "write_all", "stem"]
+
+_COLUMNS = [
+    # header, key, formatter
+    ("data set", "dataset", str),
+    ("solver", "solver", str),
+    ("device", "device", str),
+    ("n_train", "n_train", lambda v: f"{v:,}"),
+    ("fit min s", "fit_min_s", lambda v: _num(v)),
+    ("fit med s", "fit_median_s", lambda v: _num(v)),
+    ("pred s", "predict_min_s", lambda v: _num(v)),
+    ("accuracy", "accuracy", lambda v: f"{v:.4f}"),
+    ("objective", "objective", lambda v: f"{v:.6g}"),
+    ("obj rel diff", "objective_rel_diff", lambda v: f"{v:+.1e}"),
+    ("n_SV", "n_sv", lambda v: f"{v:,}"),
+    ("host MB", "host_peak_increase_bytes", lambda v: f"{v / 2**20:.0f}"),
+    ("dev MB", "device_pool_peak_bytes", lambda v: f"{v / 2**20:.0f}"),
+    ("speed-up", "speedup_fit", lambda v: f"{v:.3g}x"),
+    ("status", "status", str),
+]
+
+
+def _num(v):
+    if v is None:
+        return ""
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _cells(row):
+    out = []
+    for _, key, fmt in _COLUMNS:
+        v = row.get(key)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out.append("-" if key != "status" else "")
+        else:
+            try:
+                out.append(fmt(v))
+            except (TypeError, ValueError):
+                out.append(str(v))
+    if row.get("time_limited") and row.get("status") == "ok":
+        out[-1] = "ok (time limit: fewer repeats)"
+    return out
+
+
+def stem(doc) -> str:
+    devs = sorted({r["device"] for r in doc["rows"]}) or [d["name"] for d in doc["devices"] if d["usable"]]
+    return f"bench_{doc['suite']}_{'-'.join(devs) or 'none'}"
+
+
+def _machine_line(doc) -> str:
+    m = doc["machine"]
+    s = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} logical cores"
+    if m.get("cpu_affinity") and m.get("cpu_affinity") != m.get("cpu_count"):
+        s += f", {m['cpu_affinity']} usable"
+    s += ")"
+    g = m.get("gpu")
+    if g and g.get("name"):
+        s += f"; GPU: {g['name']} ({g['memory_bytes'] / 2**30:.0f} GiB)"
+    for d in doc["devices"]:
+        if not d["usable"]:
+            s += f"; {d['name']}: skipped ({d['reason']})"
+    return s
+
+
+def format_table(doc) -> str:
+    """The console table: one line per row, then the failures."""
+    header = [h for h, _, _ in _COLUMNS]
+    body = [_cells(r) for r in doc["rows"]]
+    widths = [max(len(header[i]), *(len(b[i]) for b in body)) if body else len(header[i]) for i in range(len(header))]
+    lines = [_machine_line(doc), ""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for b in body:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
+    errs = [r for r in doc["rows"] if r["status"] != "ok"]
+    if errs:
+        lines.append("")
+        for r in errs:
+            lines.append(f"{r['dataset']} / {r['solver']} / {r['device']}: {r['status']}: {r['error']}")
+    for d in doc["datasets"]:
+        if d.get("error"):
+            lines.append(f"data set {d['name']}: not run: {d['error']}")
+    for mod, err in (doc.get("entry_import_errors") or {}).items():
+        lines.append(f"entry {mod}: failed to import: {err}")
+    lines.append("")
+    lines.append("speed-up = scikit-learn fit time / row fit time (min over repeats, same data set, same run); "
+                 "host MB = peak RSS increase during fit; dev MB = CuPy pool high-water mark")
+    return "\n".join(lines)
+
+
+def to_markdown(doc) -> str:
+    """A Markdown report: how and where it ran, then the table."""
+    s = doc["settings"]
+    git = doc.get("git") or {}
+    lines = [
+        f"# gpusvm bench: suite `{doc['suite']}`",
+        "",
+        f"- created: {doc['created']}; elapsed {doc.get('elapsed_s', 0):.0f} s",
+        f"- command: `{doc['command']}`",
+        f"- machine: {_machine_line(doc)}",
+        f"- platform: {doc['machine'].get('platform')}",
+        f"- git commit: {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}",
+        f"- versions: " + ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v is not None),
+        f"- repeats: {s['repeat']} timed fits after one warm-up (warm-up on at most {s['warmup_max']:,} rows); "
+        f"times are min (and median) over repeats; inputs: {s['inputs']}",
+        f"- max_train: {s['max_train']}, max_test: {s['max_test']}, time limit: {s['time_limit_s']} s "
+        f"({s['time_limit_kind']})",
+    ]
+    if s.get("note"):
+        lines.append(f"- note: {s['note']}")
+    lines += ["", "## Data sets", "", "| data set | n_train | n_test | features | format | classes | parameters | source |",
+              "|---|---|---|---|---|---|---|---|"]
+    for d in doc["datasets"]:
+        if d.get("error"):
+            lines.append(f"| {d['name']} | not run: {d['error']} | | | | | | |")
+            continue
+        params = "; ".join(f"{fam}: " + ", ".join(f"{k}={_fmtp(v)}" for k, v in p.items() if k != "gamma_rule")
+                           for fam, p in d["params"].items())
+        sub = f" (subsampled from {d['train_subsampled_from']:,})" if d.get("train_subsampled_from") else ""
+        subt = f" (subsampled from {d['test_subsampled_from']:,})" if d.get("test_subsampled_from") else ""
+        lines.append(f"| {d['name']} | {d['n_train']:,}{sub} | {d['n_test']:,}{subt} | {d['n_features']} | "
+                     f"{d['format']} | {d['n_classes']} | {params} | {d.get('source', '')} |")
+    header = [h for h, _, _ in _COLUMNS]
+    lines += ["", "## Results", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in doc["rows"]:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |")
+    lines += [
+        "",
+        "speed-up: scikit-learn fit time / row fit time (min over repeats), same data set, same run. "
+        "obj rel diff: (objective - reference objective) / |reference objective| (dual objectives are "
+        "maximized, primal ones minimized; shown only where C, gamma, kernel and loss agree). host MB: peak "
+        "RSS increase during fit; dev MB: CuPy memory-pool high-water mark during fit.",
+    ]
+    bad = [r for r in doc["rows"] if r["status"] != "ok" or r.get("warnings") or r.get("objective_error")]
+    if bad:
+        lines += ["", "## Errors and warnings", ""]
+        for r in bad:
+            what = []
+            if r["status"] != "ok":
+                what.append(f"{r['status']}: {r['error']}")
+            if r.get("objective_error"):
+                what.append(f"objective: {r['objective_error']}")
+            what += r.get("warnings") or []
+            lines.append(f"- {r['dataset']} / {r['solver']} / {r['device']}: " + "; ".join(what))
+    return "\n".join(lines) + "\n"
+
+
+def _fmtp(v):
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _clean(o):
+    """JSON-safe copy: NaN/inf become null, NumPy scalars become Python numbers."""
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    if hasattr(o, "item") and not isinstance(o, (str, bytes)):
+        try:
+            o = o.item()
+        except Exception:
+            return str(o)
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if o is None or isinstance(o, (bool, int, float, str)):
+        return o
+    return str(o)
+
+
+def _plots(doc, out: Path, name: str, log) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as exc:
+        warnings.warn(f"matplotlib is not available ({exc}); PNG plots skipped", RuntimeWarning, stacklevel=3)
+        log(f"matplotlib is not available ({exc}); PNG plots skipped")
+        return []
+    rows = [r for r in doc["rows"] if r.get("fit_min_s")]
+    if not rows:
+        return []
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    written = []
+    m = doc["machine"]
+    title_dev = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} cores)"
+    if m.get("gpu") and m["gpu"].get("name"):
+        title_dev += f"; GPU: {m['gpu']['name']}"
+
+    def grouped(ax, series, value, base=None):
+        n = max(1, len(series))
+        width = 0.8 / n
+        for k, key in enumerate(series):
+            xs, ys = [], []
+            for i, d in enumerate(datasets):
+                r = next((r for r in rows if r["dataset"] == d and (r["solver"], r["device"]) == key), None)
+                v = value(r) if r is not None else None
+                if v:
+                    xs.append(i - 0.4 + width * (k + 0.5))
+                    ys.append(v)
+            if base is None:
+                ax.bar(xs, ys, width, label=f"{key[0]} ({key[1]})")
+            else:  # bars from the baseline (1x) up or down to the value
+                ax.bar(xs, [y - base for y in ys], width, bottom=base, label=f"{key[0]} ({key[1]})")
+        ax.set_xticks(range(len(datasets)))
+        ax.set_xticklabels(datasets, rotation=20, ha="right")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7, ncol=2)
+
+    series = list(dict.fromkeys((r["solver"], r["device"]) for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) + 3), 4.5))
+    grouped(ax, series, lambda r: r["fit_min_s"])
+    ax.set_ylabel("fit time, s (min over repeats; log)")
+    ax.set_title(f"gpusvm bench {doc['suite']}: fit time\n{title_dev}", fontsize=8)
+    fig.tight_layout()
+    p = out / f"{name}_fit_time.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    written.append(str(p))
+
+    sp_series = [k for k in series if any(r["speedup_fit"] and not r["reference"] and (r["solver"], r["device"]) == k
+                                          for r in rows)]
+    if sp_series:
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(datasets) + 3), 4.5))
+        grouped(ax, sp_series, lambda r: r["speedup_fit"], base=1.0)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_ylabel("speed-up over scikit-learn (fit; log)")
+        ax.set_title(f"gpusvm bench {doc['suite']}: speed-up over scikit-learn\n{title_dev}", fontsize=8)
+        fig.tight_layout()
+        p = out / f"{name}_speedup.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        written.append(str(p))
+    return written
+
+
+def write_all(doc, out, *, plots=True, log=None, stream=None) -> dict:
+    """Print the console table and write JSON, Markdown, the table and the plots into ``out``.
+
+    Returns the paths written, by kind (also stored in the JSON under ``outputs``).
+    """
+    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = stem(doc)
+    table = format_table(doc)
+    print(table, file=stream or sys.stdout, flush=True)
+    paths = {"json": str(out / f"{name}.json"), "markdown": str(out / f"{name}.md"),
+             "table": str(out / f"{name}.txt"), "plots": []}
+    (out / f"{name}.txt").write_text(table + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(to_markdown(doc), encoding="utf-8")
+    if plots:
+        paths["plots"] = _plots(doc, out, name, log)
+    doc["outputs"] = paths
+    with open(out / f"{name}.json", "w", encoding="utf-8") as f:
+        json.dump(_clean(doc), f, indent=1, allow_nan=False)
+        f.write("\n")
+    log(f"wrote {', '.join([paths['json'], paths['markdown'], paths['table'], *paths['plots']])}")
+    return paths
