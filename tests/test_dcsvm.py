@@ -249,8 +249,9 @@ def test_kernel_kmeans_distances_match_the_definition():
     for c in range(5):
         Sc = S[clus.starts[c]:clus.starts[c + 1]]
         ref[:, c] = -2 * rbf_kernel(X, Sc, gamma=0.3).mean(axis=1) + rbf_kernel(Sc, Sc, gamma=0.3).mean()
-    np.testing.assert_allclose(cluster_distances(be, clus, X), ref, atol=1e-10)
-    np.testing.assert_array_equal(labels, np.argmin(ref, axis=1))
+    np.testing.assert_allclose(cluster_distances(be, clus, X, dtype="float64"), ref, atol=1e-10)
+    np.testing.assert_allclose(cluster_distances(be, clus, X), ref, atol=1e-5)  # float32 Gram blocks
+    assert (labels == np.argmin(ref, axis=1)).mean() > 0.99
     # the sample rows are rows of X
     np.testing.assert_array_equal(S, X[clus.sample_index])
     # adaptive sampling: candidates fewer than m are all taken

@@ -13,8 +13,8 @@ from the current support vectors ("adaptive clustering"); the caller passes them
 Every distance is computed from Gram blocks (``be.gram``, a matrix product plus a fused transform on the
 GPU): the sample's m x m block for the Lloyd iterations, and (rows x m) blocks of the data against the
 sample for the assignment. The per-cluster sums ``sum_{j in S_c} k(x, x_j)`` are taken with one pass of
-a cumulative sum over columns grouped by cluster (O(rows x m), instead of a product with an m x k
-indicator matrix, which costs k times more).
+contiguous slab sums over the sample rows grouped by cluster on the CPU (O(rows x m)), and as one
+product with the cluster-indicator matrix on the GPU (cuBLAS).
 
 The random choices (sample, k-means++ seeds) are drawn on the host from a NumPy ``Generator`` the
 estimator passes in, so CPU and GPU runs with the same ``random_state`` pick the same points.
@@ -66,14 +66,26 @@ class KernelClustering:
 
 
 def _group_sums(be, K, starts):
-    """``S[:, c] = K[:, starts[c]:starts[c+1]].sum(axis=1)`` for columns grouped by cluster."""
+    """``S[c, :] = K[starts[c]:starts[c+1], :].sum(axis=0)`` for rows grouped by cluster: shape (k, cols).
+
+    CPU: one sum per group over its contiguous slab of rows (one pass over K in all).
+    GPU: one product with the k x rows 0/1 group-indicator matrix (cuBLAS; k x rows x cols flops,
+    which the device does faster than a segmented scan at these sizes).
+    """
     xp = be.xp
-    rows = K.shape[0]
-    cs = xp.empty((rows, K.shape[1] + 1), dtype=xp.float64)
-    cs[:, 0] = 0.0
-    xp.cumsum(K, axis=1, dtype=xp.float64, out=cs[:, 1:])
-    st = xp.asarray(starts)
-    return cs[:, st[1:]] - cs[:, st[:-1]]
+    k = len(starts) - 1
+    out = xp.zeros((k, K.shape[1]), dtype=xp.float64)
+    nonempty = [c for c in range(k) if starts[c + 1] > starts[c]]
+    if not nonempty:
+        return out
+    if be.is_gpu:
+        W = xp.zeros((k, K.shape[0]), dtype=K.dtype)
+        for c in nonempty:
+            W[c, starts[c]:starts[c + 1]] = 1
+        return (W @ K).astype(xp.float64)
+    for c in nonempty:  # k contiguous slab sums: one pass over K (numpy's reduceat on axis 0 is far slower)
+        K[starts[c]:starts[c + 1]].sum(axis=0, dtype=xp.float64, out=out[c])
+    return out
 
 
 def _distances_from_sums(be, sums, counts, center_sqnorm):
@@ -84,10 +96,13 @@ def _distances_from_sums(be, sums, counts, center_sqnorm):
     return xp.where(counts[None, :] > 0, d, xp.inf)
 
 
-def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, rows=None):
+def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, rows=None, dtype="float32"):
     """Feature-space distance (less ``k(x, x)``) of each row of ``X`` to each cluster mean.
 
-    Returns an array of shape (len(X), k). ``rows`` bounds the rows of one Gram block.
+    Returns a float64 array of shape (len(X), k). ``rows`` bounds the rows of one Gram block; ``dtype``
+    is the type of the Gram blocks (float32 by default: the distances only choose a nearest mean, and
+    float32 halves the cost of the largest step of the division; the per-cluster sums accumulate in
+    float64).
     """
     xp = be.xp
     n = X.shape[0]
@@ -101,15 +116,14 @@ def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, row
         x_sqnorm = be.row_sqnorms(X, xp.float64)
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
-        Kb = be.gram(X[r0:r1], clustering.sample_X, clustering.spec,
-                     x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
-                     y_sqnorm=clustering.sample_sqnorm, dtype=xp.float64)
-        out[r0:r1] = _distances_from_sums(be, _group_sums(be, Kb, clustering.starts), counts,
+        Kb = be.gram(clustering.sample_X, X[r0:r1], clustering.spec, x_sqnorm=clustering.sample_sqnorm,
+                     y_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], dtype=xp.dtype(dtype))
+        out[r0:r1] = _distances_from_sums(be, _group_sums(be, Kb, clustering.starts).T, counts,
                                           clustering.center_sqnorm)
     return out
 
 
-def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None):
+def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype="float32"):
     """Index of the nearest cluster mean (feature space) for each row of ``X``: array of shape (n,)."""
     xp = be.xp
     n = X.shape[0]
@@ -121,7 +135,7 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None):
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         D = cluster_distances(be, clustering, X[r0:r1],
-                              x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], rows=rows)
+                              x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], rows=rows, dtype=dtype)
         labels[r0:r1] = xp.argmin(D, axis=1)
     return labels
 
@@ -172,7 +186,7 @@ def _lloyd(be, K, diag, k, rng, max_iter):
         order = xp.argsort(labels * m + ar)
         starts_dev = xp.concatenate([xp.zeros(1, dtype=counts.dtype), xp.cumsum(counts)])
         starts = [int(s) for s in be.to_host(starts_dev).tolist()]
-        sums = _group_sums(be, K[:, order], starts)  # (m, k): sum_{j in S_c} K[i, j]
+        sums = _group_sums(be, K[order], starts).T  # (m, k): sum_{j in S_c} K[j, i] = K[i, j]
         safe = xp.maximum(counts, 1).astype(xp.float64)
         within = xp.bincount(labels, weights=sums[ar, labels], minlength=k)
         csq = within / (safe * safe)
@@ -262,7 +276,7 @@ def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candida
     counts = xp.bincount(labels_s, minlength=k)
     order = xp.argsort(labels_s * m + xp.arange(m))
     starts = [0] + [int(s) for s in be.to_host(xp.cumsum(counts)).tolist()]
-    sums = _group_sums(be, K[order][:, order], starts)
+    sums = _group_sums(be, K[order], starts).T[order]
     lab_sorted = labels_s[order]
     within = xp.bincount(lab_sorted, weights=sums[xp.arange(m), lab_sorted], minlength=k)
     safe = xp.maximum(counts, 1).astype(xp.float64)
