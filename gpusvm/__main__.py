@@ -50,7 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--time-limit", type=float, default=None,
                    help="soft per-fit limit in seconds: after a slower fit the row's remaining repeats are "
                         "skipped (a running fit is never interrupted); 0 disables; default per suite")
-    b.add_argument("--warmup-max", type=int, default=2000, help="rows of the warm-up fit's subset (default 2000)")
+    b.add_argument("--row-budget", type=float, default=None,
+                   help="seconds of timed fits per row after which its repeats stop (at least one fit runs); "
+                        "0 disables; default per suite (4 s for default)")
+    b.add_argument("--warmup-max", type=int, default=None,
+                   help="the warm-up fit uses at most this many training rows (stratified subset); default per "
+                        "suite (1000 for default, 2000 otherwise)")
     b.add_argument("--no-reference", action="store_true", help="do not run the scikit-learn references")
     b.add_argument("--device-inputs", action="store_true",
                    help="give GPU rows CuPy arrays (host-to-device transfer not timed); default: host arrays")
@@ -88,7 +93,7 @@ def _bench(args) -> int:
     settings = harness.Settings(
         suite=args.suite, data_dir=data_dir, devices=args.devices, solvers=args.solvers,
         datasets=args.datasets, repeat=args.repeat, out=args.out, max_train=args.max_train,
-        max_test=args.max_test, time_limit=args.time_limit, warmup_max=args.warmup_max,
+        max_test=args.max_test, time_limit=args.time_limit, row_budget=args.row_budget, warmup_max=args.warmup_max,
         reference=not args.no_reference, device_inputs=args.device_inputs, plots=not args.no_plots,
         seed=args.seed, note=args.note,
     )

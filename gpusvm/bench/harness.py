@@ -26,6 +26,9 @@ Device: the CuPy default memory pool is emptied before each fit; the bytes it ho
 high-water mark for the fit (CuPy allocations only: cuBLAS workspaces and the CUDA context are excluded);
 ``cudaMemGetInfo`` is also sampled by the same thread (all allocations, other processes included).
 
+Repeats stop early when the row's timed fits have taken more than ``row_budget`` seconds in all (at
+least one timed fit always runs); ``fit_s`` lists the fits that ran.
+
 Time limit. ``time_limit`` is a soft limit: once a fit (warm-up included) has taken longer than it, the
 row's remaining fits are skipped and the row says so (``time_limited``). A running fit is never
 interrupted: CPython cannot stop a thread inside native code (LIBSVM, Numba, CUDA) cleanly.
@@ -106,7 +109,8 @@ class Settings:
     max_train: int | None = None
     max_test: int | None = None
     time_limit: float | None = None  # seconds; <= 0 disables
-    warmup_max: int = 2000
+    row_budget: float | None = None  # seconds of timed fits per row before repeats stop; <= 0 disables
+    warmup_max: int | None = None
     reference: bool = True
     device_inputs: bool = False  # GPU rows get CuPy inputs (transfer not timed) instead of host arrays
     plots: bool = True
@@ -123,6 +127,12 @@ class Settings:
             s.time_limit = d.get("time_limit")
         if s.time_limit is not None and s.time_limit <= 0:
             s.time_limit = None
+        if s.row_budget is None:
+            s.row_budget = d.get("row_budget")
+        if s.row_budget is not None and s.row_budget <= 0:
+            s.row_budget = None
+        if s.warmup_max is None:
+            s.warmup_max = d.get("warmup_max", 2000)
         if s.repeat < 1:
             raise ValueError(f"The 'repeat' parameter must be an int in the range [1, inf). Got {s.repeat!r} instead.")
         return s
@@ -476,11 +486,16 @@ class Harness:
                 row["fit_s"].append(t_fit)
                 row["predict_s"].append(t_pred)
                 self.log(f"{tag} fit {r + 1}/{s.repeat}: {t_fit:.3f} s, predict {t_pred:.3f} s")
-                if s.time_limit is not None and t_fit > s.time_limit and r + 1 < s.repeat:
-                    row["time_limited"] = True
-                    self.log(f"{tag} fit took {t_fit:.1f} s > time limit {s.time_limit:g} s; "
-                             f"skipping the remaining {s.repeat - r - 1} repeat(s)")
-                    break
+                if r + 1 < s.repeat:
+                    if s.time_limit is not None and t_fit > s.time_limit:
+                        row["time_limited"] = True
+                        self.log(f"{tag} fit took {t_fit:.1f} s > time limit {s.time_limit:g} s; "
+                                 f"skipping the remaining {s.repeat - r - 1} repeat(s)")
+                        break
+                    if s.row_budget is not None and sum(row["fit_s"]) > s.row_budget:
+                        self.log(f"{tag} timed fits took {sum(row['fit_s']):.1f} s > row budget "
+                                 f"{s.row_budget:g} s; {r + 1} of {s.repeat} repeat(s) done")
+                        break
             row["fit_min_s"] = min(row["fit_s"])
             row["fit_median_s"] = statistics.median(row["fit_s"])
             row["predict_min_s"] = min(row["predict_s"])
@@ -536,6 +551,7 @@ class Harness:
                 "devices": list(s.devices), "solvers": [e.name for e in entries],
                 "datasets": [d.name for d in specs], "repeat": s.repeat, "max_train": s.max_train,
                 "max_test": s.max_test, "time_limit_s": s.time_limit, "time_limit_kind": "soft (between fits)",
+                "row_budget_s": s.row_budget,
                 "warmup_max": s.warmup_max, "seed": s.seed, "reference": bool(ref_names),
                 "inputs": "device arrays for GPU rows" if s.device_inputs else "host arrays (NumPy / SciPy CSR)",
                 "data_dir": str(s.data_dir) if s.data_dir else None, "note": s.note, **s.extra,

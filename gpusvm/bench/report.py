@@ -22,6 +22,7 @@ _COLUMNS = [
     ("n_train", "n_train", lambda v: f"{v:,}"),
     ("fit min s", "fit_min_s", lambda v: _num(v)),
     ("fit med s", "fit_median_s", lambda v: _num(v)),
+    ("fits", "fit_s", lambda v: str(len(v)) if v else "-"),
     ("pred s", "predict_min_s", lambda v: _num(v)),
     ("accuracy", "accuracy", lambda v: f"{v:.4f}"),
     ("objective", "objective", lambda v: f"{v:.6g}"),
@@ -122,7 +123,8 @@ def to_markdown(doc) -> str:
         f"- repeats: {s['repeat']} timed fits after one warm-up (warm-up on at most {s['warmup_max']:,} rows); "
         f"times are min (and median) over repeats; inputs: {s['inputs']}",
         f"- max_train: {s['max_train']}, max_test: {s['max_test']}, time limit: {s['time_limit_s']} s "
-        f"({s['time_limit_kind']})",
+        f"({s['time_limit_kind']}), row budget: {s.get('row_budget_s')} s (repeats stop once a row's timed fits "
+        f"exceed it)",
     ]
     if s.get("note"):
         lines.append(f"- note: {s['note']}")

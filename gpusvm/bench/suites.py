@@ -179,8 +179,8 @@ _DEFAULT = [
                 "sklearn digits / 16, 10 classes (1,797 x 64)"),
     DatasetSpec("chess-4x4-5k", _chessboard(5_000, 5_000, 4), {"kernel": _kernel(1000.0, 10.0)},
                 "4x4 chess-board, 5,000 train / 5,000 test, large C (hard for SMO)"),
-    DatasetSpec("chess-4x4-20k", _chessboard(20_000, 10_000, 4), {"kernel": _kernel(100.0, 10.0)},
-                "4x4 chess-board, 20,000 train / 10,000 test"),
+    DatasetSpec("chess-4x4-10k", _chessboard(10_000, 10_000, 4), {"kernel": _kernel(100.0, 10.0)},
+                "4x4 chess-board, 10,000 train / 10,000 test"),
 ]
 
 _PAPER_LINEAR = {"C": 1.0, "loss": "squared_hinge"}
@@ -207,9 +207,9 @@ SUITES: dict[str, list[DatasetSpec]] = {"tiny": _TINY, "default": _DEFAULT, "pap
 
 #: Suite defaults for settings the command line leaves out.
 SUITE_DEFAULTS = {
-    "tiny": {"repeat": 1, "time_limit": 30.0},
-    "default": {"repeat": 3, "time_limit": 20.0},
-    "paper": {"repeat": 1, "time_limit": None},
+    "tiny": {"repeat": 1, "time_limit": 30.0, "row_budget": None, "warmup_max": 2000},
+    "default": {"repeat": 3, "time_limit": 10.0, "row_budget": 4.0, "warmup_max": 1000},
+    "paper": {"repeat": 1, "time_limit": None, "row_budget": None, "warmup_max": 2000},
 }
 
 

@@ -1,0 +1,253 @@
+"""The benchmark harness (``gpusvm bench``): outputs' structure, plausible rows, failures kept in their row,
+and the objectives it reports (checked against independent computations)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from gpusvm.__main__ import main
+from gpusvm.bench import harness, registry
+from gpusvm.bench.objectives import (
+    linear_primal_objective,
+    sklearn_linear_objective,
+    sklearn_svc_objective,
+    svc_dual_objective,
+)
+from gpusvm.bench.registry import BenchSolver
+
+
+# ---- test-only solvers -------------------------------------------------------------------------------------
+def _tight_svc(params, device):
+    from sklearn.svm import SVC
+
+    return SVC(C=params["C"], gamma=params["gamma"], kernel=params["kernel"], tol=1e-5)
+
+
+class _Broken:
+    def fit(self, X, y):
+        raise RuntimeError("deliberately broken solver")
+
+
+class _Slow:
+    def __init__(self):
+        from sklearn.dummy import DummyClassifier
+
+        self._m = DummyClassifier()
+
+    def fit(self, X, y):
+        time.sleep(0.3)
+        self._m.fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self._m.predict(X)
+
+
+@pytest.fixture
+def test_solvers(monkeypatch):
+    extra = [
+        BenchSolver("test-tight-svc", "kernel", _tight_svc, ("cpu",), objective=sklearn_svc_objective),
+        BenchSolver("test-broken", "kernel", lambda p, d: _Broken(), ("cpu", "gpu")),
+        BenchSolver("test-slow", "kernel", lambda p, d: _Slow(), ("cpu",), exact=False),
+    ]
+    for e in extra:
+        monkeypatch.setitem(registry._REGISTRY, e.name, e)
+    return [e.name for e in extra]
+
+
+def _run(tmp_path, **kw):
+    logs = []
+    kw.setdefault("suite", "tiny")
+    kw.setdefault("devices", ("cpu",))
+    kw.setdefault("out", str(tmp_path / "out"))
+    doc = harness.run(harness.Settings(**kw), log=logs.append)
+    return doc, logs
+
+
+# ---- the harness end to end on the tiny suite --------------------------------------------------------------
+def test_tiny_suite_outputs(tmp_path, test_solvers, capsys):
+    doc, logs = _run(tmp_path, solvers=("sklearn-svc", "sklearn-linearsvc", "test-tight-svc", "test-broken"),
+                     repeat=2, devices=("cpu", "gpu"))
+    out = tmp_path / "out"
+    stem = "bench_tiny_cpu"
+    for suffix in (".json", ".md", ".txt", "_fit_time.png", "_speedup.png"):
+        assert (out / f"{stem}{suffix}").is_file(), suffix
+    assert (out / f"{stem}_fit_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # the JSON is the returned document, with the documented top-level keys
+    saved = json.loads((out / f"{stem}.json").read_text())
+    for key in ("schema_version", "created", "command", "suite", "settings", "machine", "versions", "git",
+                "devices", "datasets", "rows", "outputs", "elapsed_s"):
+        assert key in saved, key
+    assert saved["schema_version"] == harness.SCHEMA_VERSION
+    assert saved["machine"]["cpu_count"] >= 1 and saved["machine"]["cpu_model"]
+    assert saved["versions"]["numpy"] == np.__version__
+    gpu = [d for d in saved["devices"] if d["name"] == "gpu"][0]
+    assert gpu["usable"] or gpu["reason"]  # an unusable GPU is listed with the reason
+
+    rows = saved["rows"]
+    names = {(r["dataset"], r["solver"]) for r in rows}
+    # linear family only where the suite gives linear parameters (not on the chess-board)
+    assert ("breast_cancer", "sklearn-linearsvc") in names and ("chess-600", "sklearn-linearsvc") not in names
+    for ds in ("breast_cancer", "chess-600"):
+        for s in ("sklearn-svc", "test-tight-svc", "test-broken"):
+            assert (ds, s) in names
+    majority = {d["name"]: d["majority_rate_test"] for d in saved["datasets"]}
+    for r in rows:
+        if r["solver"] == "test-broken":
+            # the failure is recorded in its row and the run went on
+            assert r["status"] == "error" and "deliberately broken" in r["error"]
+            continue
+        assert r["status"] == "ok", r
+        assert r["device"] == "cpu"
+        assert len(r["fit_s"]) == 2 and r["fit_min_s"] <= r["fit_median_s"]
+        assert r["warmup_n"] == r["n_train"] and r["warmup_fit_s"] > 0
+        assert r["accuracy"] > majority[r["dataset"]] + 0.05, r  # not a constant predictor
+        assert r["objective"] is not None and np.isfinite(r["objective"])
+        assert r["host_mem_method"]
+        assert r["speedup_fit"] is not None and r["speedup_fit"] > 0
+        if r["reference"]:
+            assert r["speedup_fit"] == pytest.approx(1.0)
+        if r["family"] == "kernel":
+            assert r["n_sv"] > 0 and r["objective_kind"] == "dual"
+    # a tighter tolerance solves the same dual: objective reported, compared and close to LIBSVM's
+    tight = [r for r in rows if r["solver"] == "test-tight-svc"]
+    for r in tight:
+        assert r["reference_objective"] is not None
+        assert abs(r["objective_rel_diff"]) < 1e-3
+        assert r["objective"] >= r["reference_objective"] * (1 - 1e-6)  # tighter tol: dual no lower
+
+    md = (out / f"{stem}.md").read_text()
+    assert "| data set | solver | device |" in md and "deliberately broken" in md
+    printed = capsys.readouterr().out
+    assert "sklearn-svc" in printed and "speed-up" in printed
+    assert any("warm-up" in m for m in logs) and any("FAILED" in m for m in logs)
+
+
+def test_time_limit_and_caps(tmp_path, test_solvers):
+    doc, _ = _run(tmp_path, solvers=("test-slow",), datasets=("chess-600",), time_limit=0.1,
+                  max_train=200, max_test=100, plots=False, reference=False)
+    (ds,) = doc["datasets"]
+    assert ds["n_train"] == 200 and ds["train_subsampled_from"] == 600
+    assert ds["n_test"] == 100 and ds["test_subsampled_from"] == 400
+    (row,) = doc["rows"]
+    assert row["status"] == "time-limit" and row["time_limited"] and row["fit_s"] == []
+    assert doc["settings"]["time_limit_s"] == 0.1 and doc["settings"]["max_train"] == 200
+    assert not list((tmp_path / "out").glob("*.png"))
+
+
+def test_broken_entry_module_does_not_stop_registry(tmp_path, monkeypatch):
+    import gpusvm.bench as bench
+
+    (tmp_path / "entry_zz_broken_for_test.py").write_text("raise ImportError('missing dependency xyz')\n")
+    monkeypatch.setattr(bench, "__path__", [*bench.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "gpusvm.bench.entry_zz_broken_for_test", raising=False)
+    with pytest.warns(RuntimeWarning, match="missing dependency xyz"):
+        found = registry.solvers()
+    assert "gpusvm.bench.entry_zz_broken_for_test" in registry.import_errors()
+    assert all(isinstance(v, BenchSolver) for v in found.values())
+    monkeypatch.delitem(registry._IMPORT_ERRORS, "gpusvm.bench.entry_zz_broken_for_test")
+
+
+# ---- the command line -----------------------------------------------------------------------------------------
+def test_cli_bench(tmp_path, capsys):
+    rc = main(["bench", "--suite", "tiny", "--solvers", "sklearn-svc", "--datasets", "chess-600", "--devices",
+               "cpu", "--out", str(tmp_path), "--no-plots", "--note", "shared test machine"])
+    assert rc == 0
+    assert "chess-600" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "bench_tiny_cpu.json").read_text())
+    assert [r["solver"] for r in doc["rows"]] == ["sklearn-svc"]
+    assert doc["settings"]["note"] == "shared test machine"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--datasets", "nope"], "'datasets' parameter"),
+    (["--solvers", "nope"], "'solvers' parameter"),
+    (["--devices", "tpu"], "'devices' parameter"),
+])
+def test_cli_rejects_unknown_names(tmp_path, capsys, args, message):
+    rc = main(["bench", "--suite", "tiny", "--out", str(tmp_path), *args])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_info_and_list(capsys):
+    assert main(["info"]) == 0
+    assert "sklearn-svc" in capsys.readouterr().out
+    assert main(["bench", "--suite", "paper", "--data-dir", "/nonexistent", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("a9a", "ijcnn1", "w8a", "phishing", "skin_nonskin"):
+        assert name in out
+
+
+# ---- objectives ------------------------------------------------------------------------------------------------
+def test_dual_objective_matches_direct_formula():
+    from sklearn.metrics.pairwise import rbf_kernel
+    from sklearn.svm import SVC
+
+    from gpusvm.datasets import load_bundled
+
+    X, y = load_bundled("breast_cancer")
+    m = SVC(C=2.0, gamma=0.05).fit(X, y)
+    a = np.zeros(len(y))
+    a[m.support_] = np.abs(m.dual_coef_[0])
+    yy = np.where(y == m.classes_[1], 1.0, -1.0)
+    v = a * yy
+    direct = a.sum() - 0.5 * v @ rbf_kernel(X, X, gamma=0.05) @ v
+    assert sklearn_svc_objective(m) == pytest.approx(direct, rel=1e-10)
+
+
+def test_dual_objective_multiclass_is_sum_of_pairs():
+    from sklearn.svm import SVC
+
+    from gpusvm.datasets import load_bundled
+
+    X, y = load_bundled("digits")
+    keep = y < 4
+    X, y = X[keep][:400], y[keep][:400]
+    m = SVC(C=3.0, gamma=0.05, tol=1e-6).fit(X, y)
+    total = 0.0
+    for i in range(4):
+        for j in range(i + 1, 4):
+            s = (y == i) | (y == j)
+            total += sklearn_svc_objective(SVC(C=3.0, gamma=0.05, tol=1e-6).fit(X[s], y[s]))
+    assert sklearn_svc_objective(m) == pytest.approx(total, rel=1e-6)
+    # sparse-trained models (CSR dual_coef_ and support vectors) give the same value
+    import scipy.sparse as sp
+
+    ms = SVC(C=3.0, gamma=0.05, tol=1e-6).fit(sp.csr_matrix(X), y)
+    assert sklearn_svc_objective(ms) == pytest.approx(sklearn_svc_objective(m), rel=1e-8)
+
+
+def test_linear_primal_objective():
+    from sklearn.svm import LinearSVC
+
+    from gpusvm.datasets import load_bundled
+
+    X, y = load_bundled("breast_cancer")
+    m = LinearSVC(C=0.5, dual=True, tol=1e-8, max_iter=100_000).fit(X, y)
+    p = sklearn_linear_objective(m, X, y)
+    w, b = m.coef_[0], m.intercept_[0]
+    t = np.where(y == m.classes_[1], 1.0, -1.0)
+    direct = 0.5 * (w @ w + b * b) + 0.5 * np.sum(np.maximum(0, 1 - t * (X @ w + b)) ** 2)
+    assert p == pytest.approx(direct, rel=1e-12)
+    # the converged LIBLINEAR solution minimizes it: any perturbation increases it
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        dw = rng.normal(size=w.shape) * 1e-2
+        q = linear_primal_objective(m.coef_ + dw, m.intercept_, X, y, m.classes_, 0.5)
+        assert q > p
+    # hinge loss and one-vs-rest: the sum of the binary primals
+    Xd, yd = load_bundled("digits")
+    Xd, yd = Xd[:300], yd[:300]
+    mc = LinearSVC(C=1.0, loss="hinge", dual=True, tol=1e-6, max_iter=100_000).fit(Xd, yd)
+    total = 0.0
+    for k, c in enumerate(mc.classes_):
+        total += linear_primal_objective(mc.coef_[k:k + 1], mc.intercept_[k:k + 1], Xd,
+                                         (yd == c).astype(int), np.array([0, 1]), 1.0, loss="hinge")
+    assert sklearn_linear_objective(mc, Xd, yd) == pytest.approx(total, rel=1e-12)
