@@ -1,0 +1,358 @@
+"""BudgetSVC (BSGD with multi-merge budget maintenance): the merge search against a scalar reference
+and a feature-space check, the compiled loop against a plain-Python reference of the same rules,
+the objective and decisions against scikit-learn's SVC (LIBSVM), CPU/GPU agreement, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.svm import SVC as SkSVC
+
+from gpusvm import BudgetSVC, GramSpec, get_backend
+from gpusvm.datasets import load_bundled, make_chessboard
+
+from conftest import load_subset
+
+CPU = get_backend("cpu")
+GOLD = (math.sqrt(5) - 1) / 2
+
+
+# ---- plain-Python references ------------------------------------------------------------------
+def _ref_golden(ai, aj, gd2, n_gss=20):
+    """Scalar golden-section search for max_h s(h), written independently of the op."""
+    m = ai / (ai + aj)
+
+    def s(h):
+        return m * math.exp(-gd2 * (1 - h) ** 2) + (1 - m) * math.exp(-gd2 * h * h)
+
+    lo, hi = 0.0, 1.0
+    c, d = hi - GOLD * (hi - lo), lo + GOLD * (hi - lo)
+    fc, fd = s(c), s(d)
+    for _ in range(n_gss):
+        if fc > fd:
+            hi, d, fd = d, c, fc
+            c = hi - GOLD * (hi - lo)
+            fc = s(c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + GOLD * (hi - lo)
+            fd = s(d)
+    h = 0.5 * (lo + hi)
+    az = (ai + aj) * s(h)
+    deg = max(0.0, ai * ai + aj * aj + 2 * ai * aj * math.exp(-gd2) - az * az)
+    return h, az, deg
+
+
+def _ref_bsgd(X, y, order, lam, gamma, budget, n_merge, merge, n_gss=20, n_gd=10):
+    """Pegasos + budget maintenance exactly as documented in gpusvm._backend.ops.bsgd, in plain NumPy."""
+    sv, alpha = [], []
+    for s, i in enumerate(order):
+        t = s + 1
+        f = sum(a * math.exp(-gamma * float(((v - X[i]) ** 2).sum())) for v, a in zip(sv, alpha))
+        alpha = [a * (1 - 1 / t) for a in alpha]
+        if y[i] * f < 1:
+            sv.append(X[i].copy())
+            alpha.append(y[i] / (lam * t))
+        if len(sv) > budget:
+            a_abs = [abs(a) for a in alpha]
+            first = int(np.argmin(a_abs))
+            degs = []
+            for j in range(len(sv)):
+                if j == first or alpha[j] * alpha[first] <= 0:
+                    degs.append(np.inf)
+                else:
+                    d2 = float(((sv[first] - sv[j]) ** 2).sum())
+                    degs.append(_ref_golden(alpha[first], alpha[j], gamma * d2, n_gss)[2])
+            partners = [int(j) for j in np.argsort(degs, kind="stable")[: n_merge - 1] if np.isfinite(degs[j])]
+            if not partners:
+                sv[first], alpha[first] = sv[-1], alpha[-1]
+                sv.pop(), alpha.pop()
+                continue
+            z, az = sv[first].copy(), alpha[first]
+            if merge == "cascade":
+                for p in partners:
+                    d2 = float(((z - sv[p]) ** 2).sum())
+                    h, az, _ = _ref_golden(az, alpha[p], gamma * d2, n_gss)
+                    z = h * z + (1 - h) * sv[p]
+            else:
+                pts = [first] + partners
+                A = np.array([alpha[p] for p in pts])
+                P = np.array([sv[p] for p in pts])
+                z = A @ P / A.sum()
+                for _ in range(n_gd):
+                    w = A * np.exp(-gamma * ((P - z) ** 2).sum(1))
+                    z = w @ P / w.sum()
+                az = float((A * np.exp(-gamma * ((P - z) ** 2).sum(1))).sum())
+            sv[first], alpha[first] = z, az
+            for p in sorted(partners, reverse=True):
+                sv[p], alpha[p] = sv[-1], alpha[-1]
+                sv.pop(), alpha.pop()
+    return np.array(sv), np.array(alpha)
+
+
+def _primal(est, X, y, C):
+    """C-SVC primal objective 1/2 ||w||^2 + C sum hinge (bias from the model) for a binary model."""
+    spec = GramSpec("rbf", est._gamma if hasattr(est, "_gamma") else est.gamma)
+    sv = est.support_vectors_
+    a = est.dual_coef_[0]
+    w2 = float(a @ CPU.gram(sv, None, spec) @ a)
+    yy = np.where(y == est.classes_[1], 1.0, -1.0)
+    f = est.decision_function(X)
+    return 0.5 * w2 + C * np.maximum(0, 1 - yy * f).sum()
+
+
+def _random_model(n=300, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    sv = rng.normal(size=(n, d))
+    alpha = rng.normal(size=n) * rng.random(n)
+    return sv, alpha
+
+
+# ---- the merge search --------------------------------------------------------------------------
+@pytest.mark.parametrize("gamma", [0.05, 0.5, 3.0])
+def test_merge_search_matches_scalar_golden_section(gamma):
+    sv, alpha = _random_model(seed=1)
+    first = int(np.argmin(np.abs(alpha)))
+    deg, h = CPU.merge_search(sv, alpha, len(alpha), first, gamma)
+    for j in range(len(alpha)):
+        if j == first or alpha[j] * alpha[first] <= 0:
+            assert np.isinf(deg[j])
+            continue
+        d2 = float(((sv[first] - sv[j]) ** 2).sum())
+        hr, _, dr = _ref_golden(alpha[first], alpha[j], gamma * d2)
+        assert h[j] == pytest.approx(hr, abs=1e-12)
+        assert deg[j] == pytest.approx(dr, rel=1e-10, abs=1e-14)
+    assert np.isfinite(deg).sum() == ((alpha * alpha[first] > 0).sum() - 1)
+
+
+def test_merge_degradation_is_the_feature_space_distance():
+    """||a_i phi(x_i) + a_j phi(x_j) - a_z phi(z)||^2 from explicit gram values, z from the search's h,
+    and the golden-section h is (near) the best h on a fine grid for unimodal cases."""
+    sv, alpha = _random_model(n=60, d=3, seed=2)
+    alpha = np.abs(alpha) + 0.1
+    gamma = 0.2
+    spec = GramSpec("rbf", gamma)
+    first = 0
+    deg, h = CPU.merge_search(sv, alpha, len(alpha), first, gamma)
+    grid = np.linspace(0, 1, 4001)
+    for j in range(1, len(alpha)):
+        z = h[j] * sv[first] + (1 - h[j]) * sv[j]
+        P = np.stack([sv[first], sv[j], z])
+        K = CPU.gram(P, None, spec)
+        ai, aj = alpha[first], alpha[j]
+        az = ai * K[0, 2] + aj * K[1, 2]
+        c = np.array([ai, aj, -az])
+        assert deg[j] == pytest.approx(float(c @ K @ c), rel=1e-8, abs=1e-12)
+        Z = grid[:, None] * sv[first] + (1 - grid[:, None]) * sv[j]
+        azg = ai * np.exp(-gamma * ((Z - sv[first]) ** 2).sum(1)) + aj * np.exp(-gamma * ((Z - sv[j]) ** 2).sum(1))
+        best = ai * ai + aj * aj + 2 * ai * aj * K[0, 1] - (azg ** 2).max()
+        d2 = gamma * ((sv[first] - sv[j]) ** 2).sum()
+        if d2 < 0.5:  # s(h) is unimodal for nearby points: golden section finds the global best
+            assert deg[j] <= best + 1e-6 * (ai + aj) ** 2
+
+
+def test_merge_partners_order_and_ties():
+    deg = np.array([3.0, np.inf, 1.0, 1.0, 0.5, np.inf])
+    assert CPU.merge_partners(deg, 3).tolist() == [4, 2, 3]
+    assert CPU.merge_partners(deg, 9).tolist() == [4, 2, 3, 0]
+
+
+def test_merge_search_cpu_gpu_same_partners_and_degradations(gpu_backend):
+    import cupy as cp
+
+    for seed, gamma in [(0, 0.1), (3, 1.0), (4, 8.0)]:
+        sv, alpha = _random_model(n=2000, d=20, seed=seed)
+        first = int(np.argmin(np.abs(alpha)))
+        deg_c, h_c = CPU.merge_search(sv, alpha, len(alpha), first, gamma)
+        deg_g, h_g = gpu_backend.merge_search(cp.asarray(sv), cp.asarray(alpha), len(alpha), first, gamma)
+        deg_g = cp.asnumpy(deg_g)
+        assert np.array_equal(np.isinf(deg_c), np.isinf(deg_g))
+        fin = np.isfinite(deg_c)
+        np.testing.assert_allclose(deg_g[fin], deg_c[fin], rtol=1e-9, atol=1e-15)
+        for k in (1, 2, 4, 9):
+            pc = CPU.merge_partners(deg_c, k)
+            pg = cp.asnumpy(gpu_backend.merge_partners(cp.asarray(deg_g), k))
+            assert pc.tolist() == pg.tolist()
+
+
+# ---- the training loop -------------------------------------------------------------------------
+def _small_problem(n=240, seed=0):
+    X, y = make_chessboard(n, n_tiles=2, random_state=seed)
+    return X, y
+
+
+@pytest.mark.parametrize("n_merge,merge", [(2, "cascade"), (3, "cascade"), (4, "gradient")])
+def test_compiled_loop_matches_python_reference(n_merge, merge):
+    X, y = _small_problem()
+    C, gamma, budget = 4.0, 4.0, 12
+    est = BudgetSVC(C=C, gamma=gamma, budget=budget, n_merge=n_merge, merge=merge, random_state=3, device="cpu")
+    est.fit(X, y)
+    order = np.random.RandomState(3).permutation(len(y))
+    sv_r, a_r = _ref_bsgd(X, y, order, 1.0 / (len(y) * C), gamma, budget, n_merge, merge)
+    assert est.n_merges_ >= 5  # the budget was really maintained
+    assert est.support_vectors_.shape == sv_r.shape
+    np.testing.assert_allclose(est.support_vectors_, sv_r, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(est.dual_coef_[0], a_r, rtol=1e-9, atol=1e-12)
+
+
+def test_large_budget_is_kernel_pegasos():
+    """Without merges BSGD is kernel Pegasos: alpha_i = y_i / (lambda t_i) * prod (1 - 1/t)."""
+    X, y = _small_problem(n=150, seed=1)
+    est = BudgetSVC(C=2.0, gamma=2.0, budget=1000, random_state=0, device="cpu", epochs=2).fit(X, y)
+    assert est.n_merges_ == 0
+    rs = np.random.RandomState(0)
+    order = np.concatenate([rs.permutation(150) for _ in range(2)])
+    sv_r, a_r = _ref_bsgd(X, y, order, 1.0 / (150 * 2.0), 2.0, 1000, 2, "cascade")
+    np.testing.assert_allclose(est.support_vectors_, sv_r)
+    np.testing.assert_allclose(est.dual_coef_[0], a_r, rtol=1e-10)
+    assert est.n_iter_ == 2
+
+
+def test_objective_and_decisions_close_to_libsvm():
+    X, y = load_bundled("breast_cancer")
+    C, gamma = 1.0, 0.02
+    ref = SkSVC(C=C, gamma=gamma).fit(X, y)
+    p_ref = _primal(ref, X, y, C)
+    est = BudgetSVC(C=C, gamma=gamma, budget=150, n_merge=3, epochs=10, random_state=0, device="cpu").fit(X, y)
+    p_ours = _primal(est, X, y, C)
+    # LIBSVM's optimum (with a bias) is a lower bound of our bias-free objective; SGD gets close to it
+    assert p_ref * (1 - 1e-3) <= p_ours <= 1.15 * p_ref
+    d_ref, d_ours = ref.decision_function(X), est.decision_function(X)
+    assert np.corrcoef(d_ref, d_ours)[0, 1] > 0.97
+    assert np.mean(np.sign(d_ref) == np.sign(d_ours)) > 0.97
+    assert est.n_support_[0] <= 150
+    assert 0.0 < est.merge_time_fraction_ < 1.0
+
+
+def test_more_merging_keeps_the_budget_and_merges_less_often():
+    X, y = _small_problem(n=1500, seed=2)
+    runs = {}
+    for M in (2, 3, 5):
+        est = BudgetSVC(C=8, gamma=8, budget=40, n_merge=M, random_state=0, device="cpu").fit(X, y)
+        assert est.n_support_[0] <= 40
+        runs[M] = est
+    # one maintenance per M-1 violations once the budget is full
+    for M, est in runs.items():
+        expected = (est.n_violations_ - 40) / (M - 1)
+        assert abs(est.n_merges_ - expected) <= 2
+
+
+def test_gradient_merge_runs_and_differs_from_cascade():
+    X, y = _small_problem(n=600, seed=4)
+    a = BudgetSVC(C=8, gamma=8, budget=30, n_merge=4, merge="cascade", random_state=0, device="cpu").fit(X, y)
+    b = BudgetSVC(C=8, gamma=8, budget=30, n_merge=4, merge="gradient", random_state=0, device="cpu").fit(X, y)
+    assert not np.allclose(a.decision_function(X), b.decision_function(X))
+    assert np.mean(a.predict(X) == b.predict(X)) > 0.8
+
+
+def test_sparse_equals_dense_and_seed_is_deterministic():
+    X, y = _small_problem(n=300, seed=5)
+    kw = dict(C=4, gamma=4, budget=25, n_merge=3, random_state=7, device="cpu")
+    a = BudgetSVC(**kw).fit(X, y)
+    b = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(sp.csr_matrix(X)))
+    c = BudgetSVC(**{**kw, "random_state": 8}).fit(X, y)
+    assert not np.array_equal(a.dual_coef_, c.dual_coef_)
+
+
+def test_multiclass_one_vs_rest():
+    X, y = load_bundled("digits")
+    X, y = X[:900], y[:900]
+    est = BudgetSVC(C=10, gamma=0.05, budget=60, n_merge=3, epochs=2, random_state=0, device="cpu").fit(X, y)
+    assert est.classes_.tolist() == list(range(10))
+    n_sv = int(est.n_support_.sum())
+    assert est.dual_coef_.shape == (10, n_sv) and est.support_vectors_.shape == (n_sv, 64)
+    assert est.intercept_.shape == (10,) and np.all(est.intercept_ == 0)
+    assert np.all(est.n_support_ <= 60)
+    dec = est.decision_function(X)
+    assert dec.shape == (900, 10)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[dec.argmax(1)])
+    # each problem's coefficients sit in its own block of columns
+    off = np.concatenate([[0], np.cumsum(est.n_support_)])
+    for p in range(10):
+        mask = np.zeros(n_sv, bool)
+        mask[off[p]:off[p + 1]] = True
+        assert np.all(est.dual_coef_[p, ~mask] == 0)
+    ref = SkSVC(C=10, gamma=0.05).fit(X, y)
+    Xt, yt = load_bundled("digits")
+    assert est.score(Xt[900:], yt[900:]) > ref.score(Xt[900:], yt[900:]) - 0.05
+
+
+def test_string_labels_and_gamma_scale():
+    X, y = _small_problem(n=200, seed=6)
+    lab = np.where(y > 0, "yes", "no")
+    est = BudgetSVC(budget=20, random_state=0, device="cpu").fit(X, lab)
+    assert set(est.predict(X)) <= {"yes", "no"}
+    assert est._gamma == pytest.approx(1.0 / (2 * X.var()))
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw,match", [
+    (dict(budget=2, n_merge=3), r"'budget' parameter of BudgetSVC must be an int >= n_merge \(3\).*Got 2"),
+    (dict(n_merge=1), r"'n_merge' parameter of BudgetSVC must be an int in the range \[2, inf\)\. Got 1"),
+    (dict(kernel="linear"), r"'kernel' parameter of BudgetSVC must be 'rbf': merging .* Gaussian kernel\. Got 'linear'"),
+    (dict(kernel="poly"), r"Gaussian kernel"),
+    (dict(epochs=0), r"'epochs' parameter of BudgetSVC must be an int in the range \[1, inf\)\. Got 0"),
+    (dict(epochs=1.5), r"'epochs'"),
+    (dict(C=-1), r"'C' parameter of BudgetSVC must be a float in the range \(0.0, inf\)\. Got -1"),
+    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'gradient'\]"),
+    (dict(gamma=0.0), r"'gamma'"),
+    (dict(gamma="big"), r"'gamma'"),
+])
+def test_bad_parameters(kw, match):
+    X, y = _small_problem(n=50)
+    with pytest.raises(ValueError, match=match):
+        BudgetSVC(**kw).fit(X, y)
+
+
+def test_bad_data():
+    X, y = _small_problem(n=50)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        BudgetSVC(device="cpu").fit(X, np.ones(50))
+    with pytest.raises(ValueError, match="NaN"):
+        BudgetSVC(device="cpu").fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
+    est = BudgetSVC(budget=10, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(np.ones((3, 5)))
+
+
+# ---- data set and GPU -----------------------------------------------------------------------------
+@pytest.mark.data
+def test_a9a_subset_multi_merge_close_to_classic(data_dir):
+    X, y = load_subset(data_dir, "a9a.xz", 6000, dense=True)
+    Xt, yt = load_subset(data_dir, "a9a.t.xz", 6000, n_features=123, seed=1, dense=True)
+    acc = {}
+    # The last Pegasos iterate is noisy (so it is with an unlimited budget): average 3 seeds, 3 epochs, C=1.
+    for M in (2, 3, 5):
+        acc[M] = np.mean([
+            BudgetSVC(C=1, gamma=0.008, budget=100, n_merge=M, epochs=3, random_state=s, device="cpu")
+            .fit(X, y).score(Xt, yt) for s in range(3)
+        ])
+    ref = SkSVC(C=1, gamma=0.008).fit(X, y).score(Xt, yt)
+    assert acc[2] > ref - 0.03  # budgeted SGD: a few points below LIBSVM at most
+    for M in (3, 5):
+        assert acc[M] > acc[2] - 0.02
+
+
+def test_cpu_gpu_training_agree(gpu_backend):
+    import cupy as cp
+
+    X, y = _small_problem(n=2000, seed=7)
+    for budget, M, merge in [(5000, 2, "cascade"), (50, 3, "cascade"), (50, 4, "gradient")]:
+        kw = dict(C=8, gamma=8, budget=budget, n_merge=M, merge=merge, random_state=0)
+        a = BudgetSVC(device="cpu", **kw).fit(X, y)
+        b = BudgetSVC(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
+        da = a.decision_function(X)
+        db = cp.asnumpy(b.decision_function(cp.asarray(X)))
+        assert isinstance(b.predict(cp.asarray(X)), cp.ndarray)
+        assert b.n_support_[0] <= budget
+        if budget > len(y):  # no merges: same sequence of sums, up to summation order
+            np.testing.assert_allclose(db, da, rtol=1e-7, atol=1e-7 * np.abs(da).max())
+        else:  # merges: the runs may part at a near-tie but stay close
+            assert np.corrcoef(da, db)[0, 1] > 0.98
+            assert abs(a.n_merges_ - b.n_merges_) <= 0.05 * a.n_merges_ + 2
+        assert 0.0 <= b.merge_time_fraction_ < 1.0
