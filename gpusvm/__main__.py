@@ -5,6 +5,8 @@ Subcommands
 bench
     Every registered solver on every available device, side by side with scikit-learn, on a suite of
     data sets; prints a table and writes JSON, Markdown and PNG plots (see ``gpusvm bench --help``).
+report
+    Merge the JSON files of several bench runs into one set of outputs.
 info
     Versions, the GPU status, the registered benchmark solvers and the fused ops.
 """
@@ -63,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=0, help="seed of splits and subsamples (default 0)")
     b.add_argument("--note", default="", help="free text recorded in the outputs (e.g. 'shared machine')")
     b.add_argument("--list", action="store_true", help="list the suite's data sets and the solvers, then exit")
+
+    r = sub.add_parser("report", help="merge the JSON files of several bench runs and rewrite all outputs",
+                       description="Merge bench JSON files (e.g. the paper suite run one data set at a time) "
+                                   "into one set of outputs: table, JSON, Markdown, plots.")
+    r.add_argument("files", nargs="+", help="bench_*.json files written by 'gpusvm bench'")
+    r.add_argument("--out", required=True, help="output folder")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
     sub.add_parser("info", help="versions, GPU status, registered solvers and fused ops")
     return p
@@ -135,6 +144,14 @@ def main(argv=None) -> int:
         return _bench(args)
     if args.cmd == "info":
         return _info()
+    if args.cmd == "report":
+        import json
+
+        from .bench import report
+
+        docs = [json.loads(open(f, encoding="utf-8").read()) for f in args.files]
+        report.write_all(report.merge(docs), args.out, plots=not args.no_plots)
+        return 0
     p.print_help()
     return 2
 

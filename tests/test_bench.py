@@ -160,9 +160,20 @@ def test_cli_bench(tmp_path, capsys):
                "cpu", "--out", str(tmp_path), "--no-plots", "--note", "shared test machine"])
     assert rc == 0
     assert "chess-600" in capsys.readouterr().out
-    doc = json.loads((tmp_path / "bench_tiny_cpu.json").read_text())
+    first = tmp_path / "bench_tiny-chess-600_cpu.json"  # a data-set subset is named in the file name
+    doc = json.loads(first.read_text())
     assert [r["solver"] for r in doc["rows"]] == ["sklearn-svc"]
-    assert doc["settings"]["note"] == "shared test machine"
+    assert doc["settings"]["note"] == "shared test machine" and doc["complete"] is True
+
+    # merging runs (e.g. the paper suite one data set at a time) into one set of outputs
+    assert main(["bench", "--suite", "tiny", "--solvers", "sklearn-svc", "--datasets", "breast_cancer",
+                 "--devices", "cpu", "--out", str(tmp_path), "--no-plots"]) == 0
+    second = tmp_path / "bench_tiny-breast_cancer_cpu.json"
+    assert main(["report", str(first), str(second), "--out", str(tmp_path / "merged"), "--no-plots"]) == 0
+    merged = json.loads((tmp_path / "merged" / "bench_tiny_cpu.json").read_text())
+    assert [r["dataset"] for r in merged["rows"]] == ["chess-600", "breast_cancer"]
+    assert len(merged["merged_from"]) == 2 and merged["complete"] is True
+    assert (tmp_path / "merged" / "bench_tiny_cpu.md").is_file()
 
 
 @pytest.mark.parametrize("args, message", [

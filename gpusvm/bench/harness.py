@@ -524,7 +524,9 @@ class Harness:
         return row
 
     # everything ----------------------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self, on_row=None) -> dict:
+        """Run every row; ``on_row(doc)`` is called after each row with the document so far
+        (``doc["complete"]`` is False until the end), so a run that is killed still leaves its rows."""
         s = self.s
         specs = _suites.suite(s.suite)
         if s.datasets is not None:
@@ -552,6 +554,8 @@ class Harness:
                 "datasets": [d.name for d in specs], "repeat": s.repeat, "max_train": s.max_train,
                 "max_test": s.max_test, "time_limit_s": s.time_limit, "time_limit_kind": "soft (between fits)",
                 "row_budget_s": s.row_budget,
+                # names the output files when only some data sets ran (bench_paper-a9a_cpu-gpu.json)
+                "subset_label": "-".join(d.name for d in specs) if s.datasets is not None else None,
                 "warmup_max": s.warmup_max, "seed": s.seed, "reference": bool(ref_names),
                 "inputs": "device arrays for GPU rows" if s.device_inputs else "host arrays (NumPy / SciPy CSR)",
                 "data_dir": str(s.data_dir) if s.data_dir else None, "note": s.note, **s.extra,
@@ -561,6 +565,7 @@ class Harness:
             "git": _git_commit(),
             "devices": devs,
             "entry_import_errors": import_errors(),
+            "complete": False,
             "datasets": [],
             "rows": [],
         }
@@ -592,9 +597,18 @@ class Harness:
                 tag = f"[{spec.name} {i + 1}/{len(plan)}] {entry.name} on {dev}:"
                 rows.append(self.run_row(data, entry, dev, entry.name in ref_names, tag))
                 gc.collect()
+                if on_row is not None:
+                    _speedups(rows)
+                    doc["versions"] = _versions()
+                    doc["elapsed_s"] = time.perf_counter() - t_start
+                    try:
+                        on_row(doc)
+                    except Exception as exc:  # a failed checkpoint must not stop the benchmark
+                        self.log(f"checkpoint failed: {type(exc).__name__}: {exc}")
         _speedups(rows)
         doc["versions"] = _versions()
         doc["elapsed_s"] = time.perf_counter() - t_start
+        doc["complete"] = True
         return doc
 
 
@@ -625,7 +639,12 @@ def run(settings: Settings | None = None, log=None, **kwargs) -> dict:
 
     settings = settings or Settings(**kwargs)
     h = Harness(settings, log=log)
-    doc = h.run()
+    checkpoint = None
+    if h.s.out:
+        def checkpoint(doc):  # JSON / Markdown / table after each row; plots at the end
+            report.write_all(doc, h.s.out, plots=False, log=lambda m: None, print_table=False)
+
+    doc = h.run(on_row=checkpoint)
     if h.s.out:
         doc["outputs"] = report.write_all(doc, h.s.out, plots=h.s.plots, log=h.log)
     return doc

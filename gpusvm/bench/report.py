@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["format_table", "to_markdown", "write_all", "stem"]
+__all__ = ["format_table", "to_markdown", "write_all", "stem", "merge"]
 
 _COLUMNS = [
     # header, key, formatter
@@ -63,7 +63,9 @@ def _cells(row):
 
 def stem(doc) -> str:
     devs = sorted({r["device"] for r in doc["rows"]}) or [d["name"] for d in doc["devices"] if d["usable"]]
-    return f"bench_{doc['suite']}_{'-'.join(devs) or 'none'}"
+    subset = (doc.get("settings") or {}).get("subset_label")
+    suite = f"{doc['suite']}-{subset}" if subset else doc["suite"]
+    return f"bench_{suite}_{'-'.join(devs) or 'none'}"
 
 
 def _machine_line(doc) -> str:
@@ -114,7 +116,8 @@ def to_markdown(doc) -> str:
     lines = [
         f"# gpusvm bench: suite `{doc['suite']}`",
         "",
-        f"- created: {doc['created']}; elapsed {doc.get('elapsed_s', 0):.0f} s",
+        f"- created: {doc['created']}; elapsed {doc.get('elapsed_s', 0):.0f} s"
+        + ("" if doc.get("complete", True) else " (INCOMPLETE: run still going or stopped early)"),
         f"- command: `{doc['command']}`",
         f"- machine: {_machine_line(doc)}",
         f"- platform: {doc['machine'].get('platform')}",
@@ -163,6 +166,36 @@ def to_markdown(doc) -> str:
             what += r.get("warnings") or []
             lines.append(f"- {r['dataset']} / {r['solver']} / {r['device']}: " + "; ".join(what))
     return "\n".join(lines) + "\n"
+
+
+def merge(docs: list[dict]) -> dict:
+    """One document from several runs' JSON documents (e.g. the paper suite run one data set at a time):
+    rows and data sets concatenated in order; settings, machine and versions of the first, with each
+    source's command, creation time, machine and GPU kept under ``merged_from``. Speed-ups stay as each
+    run measured them (a row is only compared with the reference of its own run)."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    first = docs[0]
+    out = {k: v for k, v in first.items() if k not in ("rows", "datasets", "outputs")}
+    out["rows"], out["datasets"] = [], []
+    out["settings"] = {**first.get("settings", {}), "subset_label": None,
+                       "datasets": [n for d in docs for n in d.get("settings", {}).get("datasets", [])]}
+    out["merged_from"] = []
+    for d in docs:
+        out["rows"] += d["rows"]
+        out["datasets"] += d["datasets"]
+        g = (d.get("machine") or {}).get("gpu") or {}
+        out["merged_from"].append({"command": d.get("command"), "created": d.get("created"),
+                                   "suite": d.get("suite"), "cpu_model": d["machine"].get("cpu_model"),
+                                   "gpu": g.get("name"), "git": d.get("git"), "complete": d.get("complete")})
+    out["elapsed_s"] = sum(d.get("elapsed_s", 0.0) for d in docs)
+    out["complete"] = all(d.get("complete", False) for d in docs)
+    machines = {(m["cpu_model"], m["gpu"]) for m in out["merged_from"]}
+    if len(machines) > 1:
+        warnings.warn(f"merging runs from different machines {sorted(map(str, machines))}: compare times only "
+                      "within one run", RuntimeWarning, stacklevel=2)
+    out["command"] = " + ".join(str(m["command"]) for m in out["merged_from"])
+    return out
 
 
 def _fmtp(v):
@@ -254,7 +287,7 @@ def _plots(doc, out: Path, name: str, log) -> list[str]:
     return written
 
 
-def write_all(doc, out, *, plots=True, log=None, stream=None) -> dict:
+def write_all(doc, out, *, plots=True, log=None, stream=None, print_table=True) -> dict:
     """Print the console table and write JSON, Markdown, the table and the plots into ``out``.
 
     Returns the paths written, by kind (also stored in the JSON under ``outputs``).
@@ -264,7 +297,8 @@ def write_all(doc, out, *, plots=True, log=None, stream=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     name = stem(doc)
     table = format_table(doc)
-    print(table, file=stream or sys.stdout, flush=True)
+    if print_table:
+        print(table, file=stream or sys.stdout, flush=True)
     paths = {"json": str(out / f"{name}.json"), "markdown": str(out / f"{name}.md"),
              "table": str(out / f"{name}.txt"), "plots": []}
     (out / f"{name}.txt").write_text(table + "\n", encoding="utf-8")
