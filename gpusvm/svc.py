@@ -1,0 +1,465 @@
+"""Exact kernel C-SVC: :class:`SVC`, scikit-learn compatible, on the CPU or the GPU."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+from ._backend import array_library, get_backend
+from ._gram import GramSpec, resolve_gamma
+from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+
+__all__ = ["SVC"]
+
+_KERNELS = ("linear", "poly", "rbf", "sigmoid")
+
+
+def _host(be, x):
+    return np.asarray(be.to_host(x))
+
+
+class SVC(ClassifierMixin, BaseEstimator):
+    """C-support vector classification with an exact dual solver, on the CPU or the GPU.
+
+    Solves the same problem as :class:`sklearn.svm.SVC` (LIBSVM's C-SVC): for each pair of classes
+    (one-vs-one, as LIBSVM), the dual
+
+        max_alpha  sum(alpha) - 1/2 alpha^T Q alpha,   Q_ij = y_i y_j k(x_i, x_j),
+        s.t.       0 <= alpha_i <= C_i,  y^T alpha = 0,
+
+    with ``C_i = C * class_weight[y_i] * sample_weight_i``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularization parameter, > 0.
+    kernel : {"linear", "poly", "rbf", "sigmoid"}, default="rbf"
+        The gram (SVM kernel) function.
+    degree : int, default=3
+        Degree of the "poly" gram.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Gram coefficient: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features (as sklearn;
+        X.var() is the variance of all entries, zeros included for sparse X).
+    coef0 : float, default=0.0
+        Independent term of the "poly" and "sigmoid" grams.
+    tol : float, default=1e-3
+        Stop when the maximal KKT violation gap falls below ``tol``.
+    solver : str, default="smo"
+        A registered binary dual solver: "smo" (LIBSVM's SMO with second-order working sets),
+        "pa-smo" (planning-ahead SMO), "alfpgm", ...
+    cache_size : float, default=200
+        Gram-row cache budget in MB (per binary problem).
+    max_iter : int, default=-1
+        Iteration limit per binary problem (the solver's unit; -1: none). Reaching it gives a
+        ``ConvergenceWarning`` and a usable model.
+    class_weight : dict or "balanced", default=None
+        Multiply C of class c by ``class_weight[c]``.
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        Shape of :meth:`decision_function` for more than two classes, as sklearn.
+    device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
+        Where to fit; see :func:`gpusvm.get_backend`.
+    random_state : int, RandomState or None
+        Passed to solvers that use randomness.
+    verbose : bool, default=False
+    decomposition : {"auto", "pairwise", "batched"}, default="auto"
+        SMO variants on the CPU: pair-at-a-time loop or batched working-set decomposition (always
+        batched on the GPU).
+    working_set_size : int, optional
+        Working-set size of the batched decomposition.
+    gram_dtype : {"float32", "float64"}, default="float32"
+        Type of the stored Gram values.
+    pa_recent : {2, 3}, default=2
+        Planning-ahead SMO plans with the 2 or 3 most recent working sets.
+    n_pairs, mu, inner_tol, delta_alpha, min_alpha_opt, max_alpha_opt, min_alpha_check
+        Options of the "alfpgm" solver (see its documentation).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors in the training data, grouped by class.
+    support_vectors_ : {ndarray, CSR matrix} of shape (n_SV, n_features)
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
+        LIBSVM's one-vs-one layout (as sklearn).
+    intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+    n_support_ : ndarray of shape (n_classes,)
+    n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Solver iterations per binary problem.
+    objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Dual objective per binary problem.
+    fit_status_ : int
+        0 when every binary problem converged, 1 otherwise.
+    shape_fit_ : tuple
+    n_features_in_ : int
+
+    Notes
+    -----
+    Fitted attributes stay on the device of the fit: ``support_vectors_``, ``dual_coef_``,
+    ``intercept_`` and ``support_`` are CuPy arrays after a GPU fit; ``classes_``, ``n_support_``,
+    ``n_iter_`` and ``objective_`` are always NumPy. :meth:`to_device` moves a fitted model
+    ("cpu" or "gpu") and returns it. Predictions come back in the input's array library.
+    """
+
+    def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
+                 solver="smo", cache_size=200, max_iter=-1, class_weight=None,
+                 decision_function_shape="ovr", device="auto", random_state=None, verbose=False,
+                 decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
+                 n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
+                 max_alpha_opt=20, min_alpha_check=None):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.tol = tol
+        self.solver = solver
+        self.cache_size = cache_size
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.decision_function_shape = decision_function_shape
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.decomposition = decomposition
+        self.working_set_size = working_set_size
+        self.gram_dtype = gram_dtype
+        self.pa_recent = pa_recent
+        self.n_pairs = n_pairs
+        self.mu = mu
+        self.inner_tol = inner_tol
+        self.delta_alpha = delta_alpha
+        self.min_alpha_opt = min_alpha_opt
+        self.max_alpha_opt = max_alpha_opt
+        self.min_alpha_check = min_alpha_check
+
+    # ------------------------------------------------------------------------------------------
+    def _validate_params(self):
+        from ._solvers import get_binary_solver
+
+        check_scalar(self.C, "C", "SVC", low=0.0, low_open=True)
+        check_options(self.kernel, "kernel", "SVC", _KERNELS)
+        check_scalar(self.degree, "degree", "SVC", kind="int", low=1)
+        if isinstance(self.gamma, str):
+            check_options(self.gamma, "gamma", "SVC", ("scale", "auto"))
+        else:
+            check_scalar(self.gamma, "gamma", "SVC", low=0.0, low_open=True)
+        check_scalar(self.coef0, "coef0", "SVC")
+        check_scalar(self.tol, "tol", "SVC", low=0.0, low_open=True)
+        check_scalar(self.cache_size, "cache_size", "SVC", low=0.0, low_open=True)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or (
+                self.max_iter < 1 and self.max_iter != -1):
+            raise ValueError("The 'max_iter' parameter of SVC must be -1 or an int in the range [1, inf). "
+                             f"Got {self.max_iter!r} instead.")
+        check_options(self.decision_function_shape, "decision_function_shape", "SVC", ("ovr", "ovo"))
+        check_options(self.decomposition, "decomposition", "SVC", ("auto", "pairwise", "batched"))
+        check_options(str(self.gram_dtype), "gram_dtype", "SVC", ("float32", "float64"))
+        if self.pa_recent not in (2, 3) or isinstance(self.pa_recent, bool):
+            raise ValueError(f"The 'pa_recent' parameter of SVC must be one of [2, 3]. Got {self.pa_recent!r} instead.")
+        if self.working_set_size is not None:
+            check_scalar(self.working_set_size, "working_set_size", "SVC", kind="int", low=2)
+        if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
+            raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
+                             f"Got {self.class_weight!r} instead.")
+        if not isinstance(self.solver, str):
+            raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
+        return get_binary_solver(self.solver)
+
+    def _gram_spec(self, gamma):
+        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
+
+    # ------------------------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the one-vs-one SVC.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            NumPy, SciPy sparse (CSR), CuPy or cupyx CSR.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative per-sample multipliers of C; samples of weight 0 are left out.
+
+        Returns
+        -------
+        self
+        """
+        from sklearn.utils.class_weight import compute_class_weight
+        from sklearn.utils.multiclass import check_classification_targets
+
+        solver_fn, solver_opts = self._validate_params()
+        X = _prevalidate_X(X)
+        if y is None:
+            raise ValueError("SVC requires y to be passed, but the target y is None.")
+        if array_library(y) == "numpy":
+            y = np.asarray(y)
+        if array_library(y) == "numpy" and y.ndim == 2 and y.shape[1] == 1:
+            from sklearn.exceptions import DataConversionWarning
+
+            warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
+                          "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=2)
+        be = get_backend(self.device, X, y, sample_weight)
+        X = check_X(X, be, owner="SVC")
+        n, d = int(X.shape[0]), int(X.shape[1])
+        y = check_y(y, n, owner="SVC")
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
+                             "(SVC cannot train on a single class).")
+        sw = check_sample_weight(sample_weight, n, owner="SVC")
+        if self.class_weight is None:
+            cw = np.ones(len(classes))
+        else:
+            if isinstance(self.class_weight, dict):
+                unknown = set(self.class_weight) - set(classes.tolist())
+                if unknown:
+                    raise ValueError(f"The 'class_weight' parameter of SVC has keys {sorted(unknown, key=str)} "
+                                     f"that are not classes of y {classes.tolist()}.")
+            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+        Cvec_all = float(self.C) * cw[y_idx] * sw
+        keep = np.flatnonzero(Cvec_all > 0)
+        if keep.shape[0] == 0:
+            raise ValueError("Invalid input: all samples have zero weight ('sample_weight' and "
+                             "'class_weight' leave no sample with C_i > 0).")
+
+        # gamma as sklearn: from all of X, before zero-weight samples are dropped
+        if isinstance(self.gamma, str):
+            if be.issparse(X):
+                mean = float(X.sum()) / (n * d)
+                sq = X.copy()
+                sq.data = sq.data * sq.data
+                var = float(sq.sum()) / (n * d) - mean * mean
+            else:
+                var = float(X.var())
+            gamma = resolve_gamma(self.gamma, var, d)
+        else:
+            gamma = float(self.gamma)
+        self._gamma = gamma
+        spec = self._gram_spec(gamma)
+
+        xp = be.xp
+        x_sqnorm = be.row_sqnorms(X, xp.float64)
+        n_classes = len(classes)
+        cache_bytes = int(float(self.cache_size) * 2**20)
+        opts = {name: getattr(self, name) for name in solver_opts}
+        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
+        for a, b in pairs:
+            # LIBSVM's order: the samples of class a, then those of class b
+            idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
+            if not (np.any(y_idx[idx] == a) and np.any(y_idx[idx] == b)):
+                raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
+                                 "do not both have samples with positive weight.")
+            yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
+            idx_dev = be.asarray(idx)
+            identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
+            Xb = X if identity else be.take_rows(X, idx_dev)
+            res = solver_fn(be, Xb, be.asarray(yb), spec, be.asarray(Cvec_all[idx]), tol=float(self.tol),
+                            max_iter=int(self.max_iter), cache_bytes=cache_bytes, alpha0=None,
+                            x_sqnorm=x_sqnorm[idx_dev], verbose=int(bool(self.verbose)),
+                            random_state=self.random_state, **opts)
+            pair_alpha.append(_host(be, res.alpha).astype(np.float64) * yb)  # signed coefficients
+            pair_idx.append(idx)
+            pair_b.append(float(res.b))
+            n_iter.append(int(res.n_iter))
+            objective.append(float(res.objective))
+            converged.append(bool(res.converged))
+
+        # ---- LIBSVM's model layout: SVs grouped by class, dual_coef_ (n_classes - 1, n_SV) ----
+        is_sv = np.zeros(n, dtype=bool)
+        for coef, idx in zip(pair_alpha, pair_idx):
+            is_sv[idx[coef != 0]] = True
+        support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
+        n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)],
+                             dtype=np.int32)
+        pos = -np.ones(n, dtype=np.int64)
+        pos[support] = np.arange(support.shape[0])
+        dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
+        coefs = np.zeros((len(pairs), support.shape[0]))  # per-pair coefficient over all SVs
+        for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_alpha, pair_idx)):
+            nz = coef != 0
+            cols = pos[idx[nz]]
+            coefs[p, cols] = coef[nz]
+            ya = y_idx[idx[nz]]
+            # SVs of class a keep the coefficient in row b - 1, SVs of class b in row a
+            dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
+        intercept = np.array(pair_b)
+        if n_classes == 2:  # sklearn's sign convention: decision > 0 means classes_[1]
+            dual = -dual
+            intercept = -intercept
+
+        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        self.classes_ = classes
+        self.support_ = be.asarray(support.astype(np.int32))
+        self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
+        self.dual_coef_ = be.asarray(dual)
+        self.intercept_ = be.asarray(intercept)
+        self._pair_coef = be.asarray(coefs)
+        self._pair_b = be.asarray(np.array(pair_b))
+        self.n_support_ = n_support
+        self.n_iter_ = np.array(n_iter, dtype=np.int32)
+        self.objective_ = np.array(objective)
+        self.fit_status_ = 0 if all(converged) else 1
+        self.shape_fit_ = (n, d)
+        self.n_features_in_ = d
+        if not all(converged):
+            warnings.warn(f"Solver terminated early (max_iter={self.max_iter}) on "
+                          f"{converged.count(False)} of {len(converged)} binary problem(s); the model is "
+                          "usable but not optimal. Raise max_iter or preprocess the data "
+                          "(e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)
+        return self
+
+    # ------------------------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "support_vectors_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                                 "appropriate arguments before using this estimator.")
+
+    def _model_backend(self):
+        return get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+
+    def _pair_decision(self, X):
+        """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
+        self._check_fitted()
+        X = _prevalidate_X(X)
+        lib = array_library(X)
+        be = self._model_backend()
+        X = check_X(X, be, owner="SVC")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but SVC is expecting {self.n_features_in_} "
+                             "features as input.")
+        xp = be.xp
+        spec = self._gram_spec(self._gamma)
+        SV = self.support_vectors_
+        n = int(X.shape[0])
+        n_sv = int(SV.shape[0])
+        dec = xp.empty((n, int(self._pair_coef.shape[0])), dtype=xp.float64)
+        if n_sv == 0:
+            dec[...] = self._pair_b[None, :]
+            return be, dec, lib
+        sv_sq = be.row_sqnorms(SV, xp.float64)
+        x_sq = be.row_sqnorms(X, xp.float64)
+        step = max(1, (64 * 2**20) // (8 * n_sv))
+        for s0 in range(0, n, step):
+            s1 = min(n, s0 + step)
+            Xc = X[s0:s1]
+            K = be.gram(SV, Xc, spec, x_sqnorm=sv_sq, y_sqnorm=x_sq[s0:s1], dtype=xp.float64)
+            dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
+        return be, dec, lib
+
+    @staticmethod
+    def _out(be, x, lib):
+        if lib == "cupy":
+            import cupy as cp
+
+            return cp.asarray(x)
+        return np.asarray(be.to_host(x))
+
+    def decision_function(self, X):
+        """Decision values.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (> 0 means ``classes_[1]``), else
+        (n_samples, n_classes) for "ovr" or (n_samples, n_classes * (n_classes - 1) / 2) for "ovo",
+        in the input's array library.
+        """
+        be, dec, lib = self._pair_decision(X)
+        k = len(self.classes_)
+        if k == 2:
+            return self._out(be, -dec[:, 0], lib)
+        if self.decision_function_shape == "ovr":
+            from sklearn.utils.multiclass import _ovr_decision_function
+
+            d = np.asarray(be.to_host(dec))
+            return self._out(be, _ovr_decision_function(d < 0, -d, k), lib)
+        return self._out(be, dec, lib)
+
+    def predict(self, X):
+        """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), in the input's array library.
+        """
+        be, dec, lib = self._pair_decision(X)
+        d = np.asarray(be.to_host(dec))
+        k = len(self.classes_)
+        votes = np.zeros((d.shape[0], k), dtype=np.int64)
+        p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                pos = d[:, p] > 0
+                votes[:, a] += pos
+                votes[:, b] += ~pos
+                p += 1
+        pred = self.classes_[np.argmax(votes, axis=1)]
+        return self._out(be, pred, lib)
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y)."""
+        from sklearn.metrics import accuracy_score
+
+        pred = self.predict(X)
+        if array_library(pred) == "cupy":
+            pred = pred.get()
+        if array_library(y) == "cupy":
+            y = y.get()
+        if array_library(sample_weight) == "cupy":
+            sample_weight = sample_weight.get()
+        return accuracy_score(y, pred, sample_weight=sample_weight)
+
+    def to_device(self, device):
+        """Move a fitted model to ``device`` ("cpu", "gpu" or "gpu:N") and return it.
+
+        ``support_vectors_``, ``support_``, ``dual_coef_``, ``intercept_`` (and internal arrays) are
+        copied to the device; later predictions run there.
+        """
+        self._check_fitted()
+        be = get_backend(device)
+        src = self._model_backend()
+        for name in ("support_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b"):
+            setattr(self, name, be.asarray(src.to_host(getattr(self, name))))
+        sv = src.to_host(self.support_vectors_)
+        self.support_vectors_ = be.asarray(sv)
+        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _prevalidate_X(X):
+    """Host-side checks that give scikit-learn's wording for common mistakes (lists, object arrays,
+    1-d input, zero features, complex values); CuPy and sparse inputs pass through unchanged."""
+    if X is None or array_library(X) != "numpy" or sp.issparse(X):
+        return X
+    X = np.asarray(X)
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported.")
+    if X.dtype == object:
+        X = X.astype(np.float64)  # TypeError for non-numeric objects, as numpy words it
+    if X.ndim == 1:
+        raise ValueError(f"Expected 2D array, got 1D array instead: array of shape {X.shape}. Reshape your data "
+                         "either using array.reshape(-1, 1) if your data has a single feature or "
+                         "array.reshape(1, -1) if it contains a single sample.")
+    if X.ndim == 2 and X.shape[1] == 0:
+        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.ndim == 2 and X.shape[0] == 0:
+        raise ValueError(f"0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    return X

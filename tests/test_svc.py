@@ -1,0 +1,330 @@
+"""SVC and the SMO / planning-ahead SMO solvers, checked against scikit-learn's SVC (LIBSVM)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import train_test_split
+from sklearn.svm import SVC as SkSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from conftest import load_subset
+from gpusvm import GramSpec, get_backend
+from gpusvm._solvers import get_binary_solver
+from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
+from gpusvm.datasets import load_bundled, make_chessboard
+from gpusvm.svc import SVC
+
+CPU = get_backend("cpu")
+
+
+def sklearn_dual_objective(model, X):
+    """D = sum(alpha) - 1/2 a^T Q a from a fitted binary sklearn SVC (alpha = |dual_coef_|)."""
+    coef = model.dual_coef_
+    coef = np.asarray(coef.toarray() if sp.issparse(coef) else coef).ravel()
+    sv = X[model.support_]
+    spec = GramSpec(model.kernel, gamma=model._gamma, coef0=model.coef0, degree=model.degree)
+    K = CPU.gram(sv, sv, spec, dtype=np.float64)
+    return float(np.abs(coef).sum() - 0.5 * coef @ K @ coef)
+
+
+# ---------------------------------------------------------------------------------------------------
+# scikit-learn's estimator contract
+# ---------------------------------------------------------------------------------------------------
+_XFAIL = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "as sklearn's own SVC (it xfails this check too): gamma='scale' depends on the repeated rows",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "as sklearn's own SVC (it xfails this check too): gamma='scale' depends on the repeated rows",
+}
+
+
+@parametrize_with_checks([SVC(device="cpu")], expected_failed_checks=lambda est: _XFAIL)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Agreement with LIBSVM on the benchmark data sets (subsets)
+# ---------------------------------------------------------------------------------------------------
+DATASETS = {
+    # name: (train file, test file or None, C, gamma, n_features)
+    "a9a": ("a9a.xz", "a9a.t.xz", 32.0, 0.008, 123),
+    "ijcnn1": ("ijcnn1.xz", "ijcnn1.t.xz", 32.0, 2.0, 22),
+    "w8a": ("w8a.xz", None, 8.0, 0.03, 300),
+    "phishing": ("phishing.xz", None, 8.0, 8.0, 68),
+}
+N_TRAIN = {"a9a": 2000, "ijcnn1": 2500, "w8a": 2500, "phishing": 2000}
+N_TEST = 5000
+
+
+def _split(data_dir, name):
+    train, test, C, gamma, nf = DATASETS[name]
+    if test is not None:
+        Xtr, ytr = load_subset(data_dir, train, N_TRAIN[name], n_features=nf)
+        Xte, yte = load_subset(data_dir, test, N_TEST, n_features=nf, seed=1)
+    else:
+        X, y = load_subset(data_dir, train, 10**9, n_features=nf)
+        Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+        Xtr, _, ytr, _ = train_test_split(Xa, ya, train_size=N_TRAIN[name], stratify=ya, random_state=0)
+        Xte, yte = Xb[:N_TEST], yb[:N_TEST]
+    return Xtr, ytr, Xte, yte, C, gamma
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_matches_libsvm_on_data(data_dir, name):
+    Xtr, ytr, Xte, yte, C, gamma = _split(data_dir, name)
+    ref = SkSVC(C=C, gamma=gamma).fit(Xtr, ytr)
+    d_ref = sklearn_dual_objective(ref, Xtr)
+    acc_ref = ref.score(Xte, yte)
+    for solver in ("smo", "pa-smo"):
+        m = SVC(C=C, gamma=gamma, solver=solver, device="cpu").fit(Xtr, ytr)
+        assert abs(m.objective_[0] - d_ref) <= 1e-3 * abs(d_ref), (solver, m.objective_[0], d_ref)
+        assert abs(m.score(Xte, yte) - acc_ref) <= 1e-3 + 1e-12, solver
+        assert abs(len(m.support_) - len(ref.support_)) <= 0.02 * len(ref.support_), solver
+        # the reported objective is the objective of the returned coefficients
+        assert abs(sklearn_dual_objective(m, Xtr) - m.objective_[0]) <= 1e-6 * abs(d_ref)
+
+
+def test_smo_reproduces_libsvm_path():
+    """Same working sets, same clipping: the iteration count and coefficients equal LIBSVM's."""
+    X, y = load_bundled("breast_cancer")
+    for kernel in ("rbf", "linear", "poly", "sigmoid"):
+        kw = dict(C=2.0, kernel=kernel, gamma=0.03, coef0=0.5 if kernel == "poly" else -1.0)
+        m = SVC(device="cpu", **kw).fit(X, y)
+        ref = SkSVC(**kw).fit(X, y)
+        assert m.n_iter_[0] == ref.n_iter_[0], kernel
+        np.testing.assert_array_equal(m.support_, ref.support_)
+        np.testing.assert_allclose(m.dual_coef_, ref.dual_coef_, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(m.intercept_, ref.intercept_, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), rtol=1e-6, atol=1e-7)
+        assert abs(m.objective_[0] - sklearn_dual_objective(ref, X)) <= 1e-6 * abs(m.objective_[0])
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+@pytest.mark.parametrize("kernel", ["linear", "poly", "rbf", "sigmoid"])
+def test_all_grams_against_sklearn(kernel, solver):
+    X, y = load_bundled("breast_cancer")
+    kw = dict(C=1.5, kernel=kernel, gamma=0.05, coef0=1.0 if kernel == "poly" else -0.5, degree=2)
+    m = SVC(device="cpu", solver=solver, **kw).fit(X, y)
+    ref = SkSVC(**kw).fit(X, y)
+    d_ref = sklearn_dual_objective(ref, X)
+    assert abs(m.objective_[0] - d_ref) <= 1e-3 * abs(d_ref)
+    assert np.mean(m.predict(X) == ref.predict(X)) >= 0.99
+
+
+def test_dense_and_csr_give_the_same_model():
+    X, y = load_bundled("breast_cancer")
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    for solver in ("smo", "pa-smo"):
+        a = SVC(C=4.0, gamma=0.1, solver=solver, device="cpu").fit(Xs.toarray(), y)
+        b = SVC(C=4.0, gamma=0.1, solver=solver, device="cpu").fit(Xs, y)
+        np.testing.assert_array_equal(a.support_, b.support_)
+        np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.decision_function(Xs), b.decision_function(Xs.toarray()), atol=1e-9)
+        assert sp.issparse(b.support_vectors_)
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+@pytest.mark.parametrize("shape", ["ovr", "ovo"])
+def test_digits_multiclass_agrees_with_sklearn(solver, shape):
+    X, y = load_bundled("digits")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    m = SVC(C=10.0, gamma=0.02, solver=solver, decision_function_shape=shape, device="cpu").fit(Xtr, ytr)
+    ref = SkSVC(C=10.0, gamma=0.02, decision_function_shape=shape).fit(Xtr, ytr)
+    assert np.mean(m.predict(Xte) == ref.predict(Xte)) >= 0.995
+    dec, dref = m.decision_function(Xte), ref.decision_function(Xte)
+    assert dec.shape == dref.shape
+    assert m.dual_coef_.shape == ref.dual_coef_.shape and m.intercept_.shape == ref.intercept_.shape
+    np.testing.assert_array_equal(m.n_support_, ref.n_support_) if solver == "smo" else None
+    if solver == "smo":  # same algorithm, same order of the data: LIBSVM's model exactly
+        np.testing.assert_array_equal(m.support_, ref.support_)
+        np.testing.assert_allclose(m.dual_coef_, ref.dual_coef_, rtol=1e-6, atol=1e-8)
+        if shape == "ovo":
+            np.testing.assert_allclose(dec, dref, rtol=1e-6, atol=1e-6)
+    assert len(m.n_iter_) == len(m.objective_) == 45
+
+
+def test_weights_against_sklearn():
+    X, y = load_bundled("breast_cancer")
+    sw = np.random.default_rng(0).uniform(0.2, 3.0, size=len(y))
+    sw[:20] = 0.0
+    cw = {0: 2.0, 1: 0.5}
+    m = SVC(C=2.0, class_weight=cw, device="cpu").fit(X, y, sample_weight=sw)
+    ref = SkSVC(C=2.0, class_weight=cw).fit(X, y, sample_weight=sw)
+    # sklearn's support_ indexes the rows left after dropping zero weights; ours the original rows
+    np.testing.assert_array_equal(m.support_, ref.support_ + 20)
+    np.testing.assert_array_equal(m.support_vectors_, ref.support_vectors_)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), rtol=1e-5, atol=1e-6)
+    assert not np.isin(np.arange(20), m.support_).any()  # zero weight: never a support vector
+    mb = SVC(C=2.0, class_weight="balanced", device="cpu").fit(X, y)
+    rb = SkSVC(C=2.0, class_weight="balanced").fit(X, y)
+    np.testing.assert_allclose(mb.decision_function(X), rb.decision_function(X), rtol=1e-5, atol=1e-6)
+
+
+def test_gamma_scale_and_auto_as_sklearn():
+    X, y = load_bundled("breast_cancer", scale=False)
+    Xs = sp.csr_matrix(X[:200])
+    for g in ("scale", "auto"):
+        for Xin in (X[:200], Xs):
+            m = SVC(gamma=g, device="cpu").fit(Xin, y[:200])
+            ref = SkSVC(gamma=g).fit(Xin, y[:200])
+            assert m._gamma == pytest.approx(ref._gamma, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The solvers themselves
+# ---------------------------------------------------------------------------------------------------
+def _binary_problem(n=400, seed=0):
+    X, y = make_chessboard(n, random_state=seed)
+    return X * 4, y
+
+
+@pytest.mark.parametrize("name", ["smo", "pa-smo"])
+def test_solver_result_is_kkt_optimal_and_consistent(name):
+    X, y = _binary_problem()
+    spec = GramSpec("rbf", gamma=0.5)
+    C = np.full(len(y), 10.0)
+    C[::7] = 3.0  # per-sample bounds
+    fn, _ = get_binary_solver(name)
+    r = fn(CPU, X, y, spec, C, tol=1e-4, max_iter=-1, cache_bytes=2**20, gram_dtype="float64")
+    assert r.converged
+    assert np.all(r.alpha >= 0) and np.all(r.alpha <= C)
+    assert abs(np.dot(y, r.alpha)) < 1e-9 * max(1.0, r.alpha.sum())
+    G = gradient_from_alpha(CPU, X, y, r.alpha, spec, dtype=np.float64)
+    np.testing.assert_allclose(r.gradient, G, atol=1e-8)
+    assert kkt_gap(CPU, y, r.alpha, G, C) <= 1e-4 + 1e-9
+    assert r.objective == pytest.approx(0.5 * r.alpha.sum() - 0.5 * r.alpha @ G, rel=1e-12)
+
+
+def test_cache_budget_and_shrinking_do_not_change_the_solution():
+    X, y = _binary_problem(500, seed=3)
+    spec = GramSpec("rbf", gamma=0.5)
+    C = np.full(len(y), 100.0)
+    big = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30)
+    tiny = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=1)  # two rows: constant eviction
+    assert tiny["info"]["cache_rows"] == 2 and tiny["info"]["cache_misses"] > big["info"]["cache_misses"]
+    np.testing.assert_array_equal(big["alpha"], tiny["alpha"])  # the cache only changes speed
+    noshrink = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30, shrinking=False)
+    d = lambda o: 0.5 * o["alpha"].sum() - 0.5 * o["alpha"] @ o["G"]  # noqa: E731
+    assert d(noshrink) == pytest.approx(d(big), rel=1e-4)
+
+
+@pytest.mark.parametrize("name", ["smo", "pa-smo"])
+def test_warm_start(name):
+    X, y = _binary_problem(400, seed=1)
+    spec = GramSpec("rbf", gamma=0.5)
+    C = np.full(len(y), 10.0)
+    fn, _ = get_binary_solver(name)
+    cold = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=-1, cache_bytes=2**24)
+    warm = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=-1, cache_bytes=2**24, alpha0=cold.alpha)
+    assert warm.n_iter <= 2 and warm.objective == pytest.approx(cold.objective, rel=1e-6)
+    # from a feasible half-way point (DC-SVM's use): same optimum
+    half = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=cold.n_iter // 3, cache_bytes=2**24)
+    assert not half.converged
+    rest = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=-1, cache_bytes=2**24, alpha0=half.alpha)
+    assert rest.converged and rest.objective == pytest.approx(cold.objective, rel=1e-4)
+
+
+def test_float64_gram_matches_float32():
+    X, y = load_bundled("breast_cancer")
+    a = SVC(C=5.0, gram_dtype="float32", device="cpu").fit(X, y)
+    b = SVC(C=5.0, gram_dtype="float64", device="cpu").fit(X, y)
+    assert a.objective_[0] == pytest.approx(b.objective_[0], rel=1e-4)
+
+
+@pytest.mark.parametrize("pa_recent", [2, 3])
+def test_pasmo_fewer_iterations_never_worse_on_chessboard(pa_recent):
+    """Planning-ahead SMO on the chess-board (C=1e6, gamma=0.5): fewer SMO steps on average and an
+    objective that is never worse (up to 1e-6 relative; both stop at the same KKT tolerance)."""
+    spec = GramSpec("rbf", gamma=0.5)
+    smo, _ = get_binary_solver("smo")
+    pa, _ = get_binary_solver("pa-smo")
+    it_smo, it_pa = [], []
+    for seed in range(4):
+        X, y = make_chessboard(150, random_state=seed)
+        X = X * 4  # tiles of side 1, as in the paper's chess-board
+        C = np.full(len(y), 1e6)
+        kw = dict(tol=1e-3, max_iter=-1, cache_bytes=2**24, gram_dtype="float64", pa_recent=pa_recent)
+        r0 = smo(CPU, X, y, spec, C, **kw)
+        r1 = pa(CPU, X, y, spec, C, **kw)
+        assert r0.converged and r1.converged
+        assert r1.objective >= r0.objective - 1e-6 * abs(r0.objective)
+        assert r1.info["planning_steps"] > 0
+        it_smo.append(r0.n_iter)
+        it_pa.append(r1.n_iter)
+    assert np.mean(it_pa) < np.mean(it_smo)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------------
+def test_bad_input_errors():
+    X, y = load_bundled("breast_cancer")
+    with pytest.raises(ValueError, match="one class|greater than one"):
+        SVC().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        SVC().fit(X, y, sample_weight=np.ones(len(y) - 1))
+    with pytest.raises(ValueError, match="negative"):
+        SVC().fit(X, y, sample_weight=-np.ones(len(y)))
+    for C in (0.0, -1.0):
+        with pytest.raises(ValueError, match=r"The 'C' parameter of SVC must be a float in the range \(0.0, inf\)"):
+            SVC(C=C).fit(X, y)
+    with pytest.raises(NotFittedError):
+        SVC().predict(X)
+    m = SVC(device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="X has 29 features, but SVC is expecting 30 features"):
+        m.predict(X[:, :29])
+    with pytest.raises(ValueError, match="solver"):
+        SVC(solver="nope").fit(X, y)
+    with pytest.raises(ValueError, match="pa_recent"):
+        SVC(pa_recent=4).fit(X, y)
+    with pytest.raises(ValueError, match="kernel"):
+        SVC(kernel="precomputed").fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_max_iter_warns_and_model_is_usable(solver):
+    X, y = load_bundled("breast_cancer")
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        m = SVC(max_iter=5, solver=solver, device="cpu").fit(X, y)
+    assert m.fit_status_ == 1 and m.n_iter_[0] == 5
+    assert m.predict(X).shape == y.shape and np.mean(m.predict(X) == y) > 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert SVC(device="cpu").fit(X, y).fit_status_ == 0
+
+
+def test_to_device_cpu_roundtrip_and_output_library():
+    X, y = load_bundled("breast_cancer")
+    m = SVC(device="cpu").fit(X, y)
+    d0 = m.decision_function(X)
+    assert isinstance(d0, np.ndarray)
+    assert m.to_device("cpu") is m
+    np.testing.assert_array_equal(m.decision_function(X), d0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU (skips without a CUDA device)
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_gpu_fit_matches_cpu(gpu_backend, solver):
+    import cupy as cp
+
+    X, y = load_bundled("breast_cancer")
+    cpu = SVC(C=4.0, gamma=0.05, solver=solver, device="cpu").fit(X, y)
+    gpu = SVC(C=4.0, gamma=0.05, solver=solver, device="gpu").fit(X, y)
+    assert gpu.objective_[0] == pytest.approx(cpu.objective_[0], rel=1e-3)
+    d_np = gpu.decision_function(X)
+    assert isinstance(d_np, np.ndarray)
+    d_cp = gpu.decision_function(cp.asarray(X))
+    assert isinstance(d_cp, cp.ndarray)
+    assert np.mean(np.sign(d_np) == np.sign(cpu.decision_function(X))) >= 0.99
+    gpu.to_device("cpu")
+    np.testing.assert_allclose(gpu.decision_function(X), d_np, atol=1e-8)
