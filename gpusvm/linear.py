@@ -6,9 +6,10 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
@@ -120,16 +121,25 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self._validate_params()
         name = type(self).__name__
         be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None)
-        X = check_X(X, be, owner=name)
+        X = check_X(_numeric(X, name), be, owner=name)
         n, d = X.shape
+        if y is None:
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
+                          DataConversionWarning, stacklevel=2)
         y = check_y(y, n, owner=name)
+        check_classification_targets(y)
         sw = check_sample_weight(sample_weight, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
-            raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only class "
+            raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[0]!r}.")
         cw = compute_class_weight(self.class_weight, classes=classes, y=y)
         C_host = float(self.C) * cw[y_idx] * sw
+        if not np.any(C_host > 0):
+            raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
+                             "one sample needs a positive weight.")
         C = be.asarray(C_host, dtype=be.xp.float64)
         bias = float(self.intercept_scaling) if self.fit_intercept else 0.0
         rs = check_random_state(self.random_state)
@@ -179,7 +189,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         be = get_backend("auto" if array_library(X) == "cupy" else "cpu", X)
-        X = check_X(X, be, owner=type(self).__name__)
+        X = check_X(_numeric(X, type(self).__name__), be, owner=type(self).__name__)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -206,3 +216,13 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+
+
+def _numeric(X, name):
+    """Reject complex input; convert NumPy object arrays of numbers to float64 (as scikit-learn)."""
+    kind = getattr(getattr(X, "dtype", None), "kind", "")
+    if kind == "c":
+        raise ValueError(f"Complex data not supported: 'X' for {name} has dtype {X.dtype}.")
+    if kind == "O" and isinstance(X, np.ndarray):
+        return X.astype(np.float64)
+    return X

@@ -99,7 +99,7 @@ def _row_axpy(sparse, Xd, indptr, indices, data, i, coef, w):
             w[j] += coef * Xd[i, j]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _sweeps(sparse, Xd, indptr, indices, data, y, qd, upper, diag, bias, alpha, w, order, pref,
            fstate, istate, rng, n_sweeps, tol, avsf, shrinking):
     n = y.shape[0]
@@ -145,13 +145,16 @@ def _sweeps(sparse, Xd, indptr, indices, data, y, qd, upper, diag, bias, alpha, 
         pgmax_new = -np.inf
         pgmin_new = np.inf
         first = istate[1] == 0
+        updates = istate[2]
+        ref = fstate[2]
+        prefsum = fstate[3]
         s = 0
         while s < active:
             i = order[s]
             yi = y[i]
             g = yi * (_row_dot(sparse, Xd, indptr, indices, data, i, w) + bias * w[dw]) - 1.0 \
                 + diag[i] * alpha[i]
-            istate[2] += 1
+            updates += 1
             a = alpha[i]
             ub = upper[i]
             pg = 0.0
@@ -195,17 +198,19 @@ def _sweeps(sparse, Xd, indptr, indices, data, y, qd, upper, diag, bias, alpha, 
                 # Algorithm 5: move log p_i by c * (gain / reference - 1); the reference gain is the
                 # mean gain of the first sweep, then an exponentially fading average (rate 1/n).
                 if first:
-                    fstate[2] += gain * inv_n
+                    ref += gain * inv_n
                 else:
-                    ref = fstate[2]
                     change = AVSF_CHANGE_RATE * (gain / ref - 1.0) if ref > 0.0 else 0.0
                     p_old = pref[i]
                     p_new = min(AVSF_PREF_MAX, max(AVSF_PREF_MIN, p_old * math.exp(change)))
                     pref[i] = p_new
-                    fstate[3] += p_new - p_old
-                    fstate[2] = (1.0 - inv_n) * ref + inv_n * gain
+                    prefsum += p_new - p_old
+                    ref = (1.0 - inv_n) * ref + inv_n * gain
             s += 1
         istate[1] += 1
+        istate[2] = updates
+        fstate[2] = ref
+        fstate[3] = prefsum
         gap = pgmax_new - pgmin_new
         fstate[4] = gap
         if avsf:

@@ -1,0 +1,271 @@
+"""LinearSVC (DCD and AVSF) against scikit-learn's LinearSVC (LIBLINEAR) on primal objectives.
+
+Objectives are compared, not accuracies: the primal objective of any (w, b) is an upper bound on the
+optimum, and the dual objective of our alpha is a lower bound, so P(ours) - D(ours) certifies how far
+we are from the optimum whatever LIBLINEAR reached.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC as SkLinearSVC
+
+from conftest import load_subset
+from gpusvm import LinearSVC, get_backend
+from gpusvm._solvers.dcd import dcd_linear, dual_objective, primal_objective
+
+CPU = get_backend("cpu")
+DATASETS = ["a9a", "w8a", "ijcnn1", "phishing"]
+N_SUB = 1000
+
+
+def _pm1(y):
+    return np.where(y == y.max(), 1.0, -1.0)
+
+
+@functools.lru_cache(maxsize=None)
+def _subset(data_dir, name):
+    X, y = load_subset(data_dir, f"{name}.xz", N_SUB, seed=0)
+    X = sp.csr_matrix(X)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X, _pm1(y)
+
+
+@functools.lru_cache(maxsize=None)
+def _sk_objective(data_dir, name, C, loss="hinge"):
+    X, y = _subset(data_dir, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(loss=loss, dual=True, C=C, tol=1e-6, max_iter=300_000, random_state=0).fit(X, y)
+    return primal_objective(CPU, X, y, np.full(X.shape[0], C), sk.coef_[0], float(sk.intercept_[0]), 1.0, loss)
+
+
+def _cases():
+    # C = 100 needs 10^4-10^6 sweeps on the a9a, ijcnn1 and phishing subsets (LIBLINEAR too: sklearn
+    # stops at its 300k iterations on a9a): those run with -m slow.
+    for name in DATASETS:
+        for C in (0.01, 1.0, 100.0):
+            marks = [pytest.mark.slow] if (C == 100.0 and name != "w8a") else []
+            yield pytest.param(name, C, marks=marks, id=f"{name}-C{C:g}")
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+@pytest.mark.parametrize("name, C", list(_cases()))
+def test_primal_objective_matches_liblinear(data_dir, name, C, solver):
+    X, y = _subset(data_dir, name)
+    ref = _sk_objective(data_dir, name, C)
+    m = LinearSVC(C=C, solver=solver, tol=1e-4, max_iter=2_000_000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(X, y)
+    ours = primal_objective(CPU, X, y, np.full(X.shape[0], C), m.coef_[0], float(m.intercept_[0]), 1.0)
+    assert ours == pytest.approx(m.objective_[0], rel=1e-12)
+    assert abs(ours - ref) <= 1e-3 * ref, (ours, ref)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+def test_duality_gap_certifies_solution(data_dir, solver):
+    X, y = _subset(data_dir, "a9a")
+    C = np.full(X.shape[0], 1.0)
+    r = dcd_linear(CPU, X, y, C, method=solver, tol=1e-4, max_iter=100_000, seed=3)
+    assert r.converged
+    D = dual_objective(CPU, r.alpha, r.w, r.w_bias, C)
+    assert 0 <= r.objective - D <= 1e-4 * r.objective
+    assert np.all(r.alpha >= 0) and np.all(r.alpha <= C)
+    # w is kept equal to sum alpha_i y_i [x_i, 1] along the way
+    np.testing.assert_allclose(X.T @ (r.alpha * y), r.w, atol=1e-8)
+    assert r.w_bias == pytest.approx(float(np.sum(r.alpha * y)), abs=1e-8)
+
+
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_csr_and_dense_give_the_same_model(solver, dtype):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 20))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    X = X.astype(dtype)
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300) > 0, 1, 0)
+    kw = dict(C=2.0, solver=solver, tol=1e-5, max_iter=50_000, random_state=7)
+    dense = LinearSVC(**kw).fit(X, y)
+    csr = LinearSVC(**kw).fit(sp.csr_matrix(X), y)
+    assert dense.n_updates_ == csr.n_updates_
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(csr.intercept_, dense.intercept_, rtol=1e-10, atol=1e-12)
+    # the models are equal; the prediction products (BLAS vs sparse) round differently in float32
+    rtol = 1e-8 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(csr.decision_function(sp.csr_matrix(X)), dense.decision_function(X),
+                               rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+def test_multiclass_ovr_matches_liblinear(solver, loss):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    m = LinearSVC(C=1.0, loss=loss, solver=solver, tol=1e-6, max_iter=200_000, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(C=1.0, loss=loss, dual=True, tol=1e-8, max_iter=1_000_000, random_state=0).fit(X, y)
+    assert m.coef_.shape == sk.coef_.shape == (3, 4)
+    for k in range(3):
+        yk = np.where(y == k, 1.0, -1.0)
+        C = np.full(len(y), 1.0)
+        ref = primal_objective(CPU, X, yk, C, sk.coef_[k], float(sk.intercept_[k]), 1.0, loss)
+        assert m.objective_[k] == pytest.approx(ref, rel=1e-4)
+    np.testing.assert_allclose(m.decision_function(X), sk.decision_function(X), atol=2e-3)
+    np.testing.assert_array_equal(m.classes_, sk.classes_)
+
+
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+def test_binary_class_weight_matches_liblinear(solver):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    cw = {0: 3.0, 1: 0.5}
+    m = LinearSVC(C=0.1, class_weight=cw, solver=solver, tol=1e-6, max_iter=200_000, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(C=0.1, loss="hinge", class_weight=cw, tol=1e-8, max_iter=1_000_000,
+                         random_state=0).fit(X, y)
+    Ci = 0.1 * np.where(y == 0, 3.0, 0.5)
+    ref = primal_objective(CPU, X, _pm1(y), Ci, sk.coef_[0], float(sk.intercept_[0]), 1.0)
+    assert m.objective_[0] == pytest.approx(ref, rel=1e-4)
+    assert m.decision_function(X).shape == (len(y),)
+
+
+def test_zero_sample_weight_equals_dropping_samples():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] > 0).astype(int)
+    sw = np.ones(200)
+    sw[:50] = 0.0
+    a = LinearSVC(C=1.0, tol=1e-6, max_iter=100_000, random_state=0).fit(X, y, sample_weight=sw)
+    b = LinearSVC(C=1.0, tol=1e-6, max_iter=100_000, random_state=0).fit(X[50:], y[50:])
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-12)
+
+
+def test_no_intercept_and_intercept_scaling():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 4)) + 1.0
+    y = (X[:, 0] + X[:, 1] > 2).astype(int)
+    m = LinearSVC(fit_intercept=False, tol=1e-6, max_iter=100_000).fit(X, y)
+    np.testing.assert_array_equal(m.intercept_, [0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(loss="hinge", fit_intercept=True, intercept_scaling=5.0, tol=1e-8,
+                         max_iter=1_000_000).fit(X, y)
+    m5 = LinearSVC(intercept_scaling=5.0, tol=1e-6, max_iter=100_000, random_state=0).fit(X, y)
+    C = np.ones(len(y))
+    ref = primal_objective(CPU, X, _pm1(y), C, sk.coef_[0], float(sk.intercept_[0]) / 5.0, 5.0)
+    assert m5.objective_[0] == pytest.approx(ref, rel=1e-4)
+
+
+def test_convergence_warning_at_max_iter():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 10))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    for solver in ("dcd", "avsf"):
+        with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+            m = LinearSVC(C=100.0, solver=solver, tol=1e-8, max_iter=2).fit(X, y)
+        assert m.n_iter_ == 2
+        assert m.n_updates_ > 0
+
+
+def test_random_state_reproducible_and_counts():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 6))
+    y = (X[:, 0] - X[:, 2] > 0).astype(int)
+    a = LinearSVC(random_state=11, solver="avsf").fit(X, y)
+    b = LinearSVC(random_state=11, solver="avsf").fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_ == b.n_iter_ and a.n_updates_ == b.n_updates_
+    assert a.n_updates_ == a.n_iter_ * 200  # AVSF: n coordinate steps per sweep, one binary problem
+    c = LinearSVC(random_state=11, solver="dcd").fit(X, y)
+    assert c.n_updates_ <= c.n_iter_ * 200  # shrinking visits fewer
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": -1}, r"The 'C' parameter of LinearSVC must be a float in the range \(0.0, inf\). Got -1 instead."),
+        ({"tol": 0}, r"'tol' parameter of LinearSVC"),
+        ({"loss": "log"}, r"The 'loss' parameter of LinearSVC must be one of"),
+        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['avsf', 'dcd'\]"),
+        ({"max_iter": 0}, r"The 'max_iter' parameter of LinearSVC must be an int"),
+        ({"intercept_scaling": 0.0}, r"'intercept_scaling' parameter"),
+        ({"class_weight": "auto"}, r"'class_weight' parameter of LinearSVC"),
+        ({"fit_intercept": "yes"}, r"'fit_intercept' parameter of LinearSVC must be a bool"),
+    ],
+)
+def test_parameter_validation(params, match):
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    y = np.array([0, 1, 1, 0])
+    with pytest.raises(ValueError, match=match):
+        LinearSVC(**params).fit(X, y)
+
+
+def test_input_errors_and_predict_shapes():
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        LinearSVC().fit(X, np.zeros(4))
+    m = LinearSVC().fit(X, np.array(["a", "b", "b", "a"]))
+    assert m.predict(X).dtype.kind == "U"
+    with pytest.raises(ValueError, match="expecting 2 features"):
+        m.predict(np.ones((2, 3)))
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # As for scikit-learn's own LinearSVC: an iterative solver stopped at a tolerance does not give
+        # weighted and repeated samples identical decisions to 1e-7.
+        why = "solution accurate to the solver tolerance, not to 1e-7 (as sklearn's LinearSVC)"
+        check_estimator(
+            LinearSVC(max_iter=5000, device="cpu"),
+            expected_failed_checks={
+                "check_sample_weight_equivalence_on_dense_data": why,
+                "check_sample_weight_equivalence_on_sparse_data": why,
+                # the wording of these errors comes from gpusvm._validation.check_X (shared)
+                "check_estimators_empty_data_messages": "check_X's own wording for empty X",
+                "check_fit2d_predict1d": "check_X's own wording for 1-d X",
+            },
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gpu_matches_cpu_twin(gpu_backend, solver, sparse):
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 30))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=400) > 0, 1.0, -1.0)
+    C = np.full(400, 1.0)
+    Xc = sp.csr_matrix(X) if sparse else X
+    cpu = dcd_linear(CPU, Xc, y, C, method=solver, tol=1e-6, max_iter=100_000, seed=9)
+    Xg = csp.csr_matrix(Xc) if sparse else cp.asarray(X)
+    gpu = dcd_linear(gpu_backend, Xg, cp.asarray(y), cp.asarray(C), method=solver, tol=1e-6,
+                     max_iter=100_000, seed=9)
+    assert gpu.converged
+    assert gpu.objective == pytest.approx(cpu.objective, rel=1e-6)
+    np.testing.assert_allclose(cp.asnumpy(gpu.w), cpu.w, rtol=1e-4, atol=1e-6)
+    # the estimator on CuPy input returns CuPy decisions
+    m = LinearSVC(solver=solver, device="gpu", random_state=0).fit(Xg, cp.asarray(y))
+    assert isinstance(m.decision_function(Xg), cp.ndarray)
