@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The one command to run on a GPU machine, from a source checkout (PYTHONPATH=., nothing installed):
+#
+#   1. "nvcc":  every CUDA kernel compiled to PTX for sm_80 and sm_90 (skipped when nvcc is absent);
+#   2. "tests": the GPU tests (pytest -m gpu), which compare each CUDA kernel with its CPU twin;
+#   3. "micro": the pytest-benchmark micro-benchmarks in benchmarks/ (CPU and GPU cases), saved as JSON;
+#   4. "paper": gpusvm bench --suite paper --devices cpu,gpu on the LIBSVM files.
+#
+# Usage:  benchmarks/run_gpu.sh [DATA_DIR] [NAME]
+#   DATA_DIR  folder of the LIBSVM .xz files (default: $GPUSVM_DATA, else ../shared/data)
+#   NAME      result folder name (default: paper_<gpu name>, e.g. paper_nvidia-h100-80gb-hbm3)
+# Environment:
+#   STEPS       steps to run, in order (default: "nvcc tests micro paper")
+#   DATASETS    comma-separated paper data sets for this call (default: all five); run one per call
+#               when a command has a time limit, then merge:  python -m gpusvm report <json...> --out DIR
+#   DEVICES     devices of the paper suite (default: cpu,gpu)
+#   BENCH_ARGS  extra arguments for gpusvm bench (e.g. "--max-train 50000 --repeat 3")
+#   OUT         parent folder of the results (default: benchmarks/results); a device runner that
+#               collects files from $OUT gets them back from there
+#
+# Results land in $OUT/$NAME: gpu_tests.txt, micro_<device>.json/.txt and the bench outputs
+# (bench_paper[-subset]_cpu-gpu.{json,md,txt,png}). Copy them to benchmarks/results/ and commit.
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONPATH=.
+PY=${PYTHON:-python}
+DATA=${1:-${GPUSVM_DATA:-../shared/data}}
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')
+NAME=${2:-paper_${gpu:-nogpu}}
+DEST="${OUT:-benchmarks/results}/$NAME"
+STEPS=${STEPS:-"nvcc tests micro paper"}
+DEVICES=${DEVICES:-cpu,gpu}
+mkdir -p "$DEST"
+status=0
+echo "results -> $DEST" >&2
+nvidia-smi >"$DEST/nvidia-smi.txt" 2>&1 || true
+for step in $STEPS; do
+    echo "=== $step" >&2
+    case "$step" in
+    nvcc)
+        if command -v nvcc >/dev/null; then
+            $PY -m gpusvm._backend.cuda_source 2>&1 | tee "$DEST/nvcc.txt" || status=1
+        else
+            echo "nvcc not found; skipped" | tee "$DEST/nvcc.txt"
+        fi ;;
+    tests)
+        $PY -m pytest tests -m gpu -q -p no:cacheprovider -ra 2>&1 | tee "$DEST/gpu_tests.txt"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    micro)
+        dev=$([ -n "$gpu" ] && echo gpu || echo cpu)
+        $PY -m pytest benchmarks -q -p no:cacheprovider --benchmark-only \
+            --benchmark-json "$DEST/micro_$dev.json" --benchmark-columns=min,median,rounds 2>&1 \
+            | tee "$DEST/micro_$dev.txt"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    paper)
+        sel=()
+        [ -n "${DATASETS:-}" ] && sel=(--datasets "$DATASETS")
+        # shellcheck disable=SC2086
+        $PY -m gpusvm bench --suite paper --data-dir "$DATA" --devices "$DEVICES" --out "$DEST" \
+            "${sel[@]}" ${BENCH_ARGS:-} || status=1 ;;
+    *)
+        echo "unknown step $step (nvcc, tests, micro, paper)" >&2; status=2 ;;
+    esac
+done
+exit $status
