@@ -58,8 +58,8 @@ template <typename T> __device__ int bsgd_block_argmin(T v, int i, T* redv, int*
 // stats (+=): violations, merges, clock cycles in maintenance, clock cycles in total.
 // Dynamic shared memory: x, z, zacc (3 d values of T), w (n_merge values of T), partners (n_merge ints).
 template <typename T>
-__global__ void __launch_bounds__(BSGD_THREADS)
-bsgd_train(const T* __restrict__ X, const T* __restrict__ y, const long long* __restrict__ order,
+// (256 threads: launchable at any register count, 255 x 256 < 64K registers, so no __launch_bounds__)
+__global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, const long long* __restrict__ order,
            long long n_steps, long long t0, int d, T lam, T gamma, int budget, int n_merge, int merge_code,
            int n_gss, int n_gd, T* sv, T* alpha, int* state, T* work_deg, T* work_h,
            unsigned long long* stats) {
