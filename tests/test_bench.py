@@ -155,6 +155,11 @@ def test_broken_entry_module_does_not_stop_registry(tmp_path, monkeypatch):
 
 
 # ---- the command line -----------------------------------------------------------------------------------------
+def test_references_run_on_cpu_when_only_gpu_is_asked(tmp_path):
+    doc, _ = _run(tmp_path, solvers=("sklearn-svc",), datasets=("chess-600",), devices=("gpu",), plots=False)
+    assert [(r["solver"], r["device"], r["status"]) for r in doc["rows"]][0] == ("sklearn-svc", "cpu", "ok")
+
+
 def test_cli_bench(tmp_path, capsys):
     rc = main(["bench", "--suite", "tiny", "--solvers", "sklearn-svc", "--datasets", "chess-600", "--devices",
                "cpu", "--out", str(tmp_path), "--no-plots", "--note", "shared test machine"])

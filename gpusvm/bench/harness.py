@@ -589,6 +589,10 @@ class Harness:
                     continue
                 if entry.datasets is not None and spec.name not in entry.datasets:
                     continue
+                if entry.name in ref_names:
+                    # references run on the CPU even when only "gpu" was asked for: speed-ups need them
+                    plan.append((entry, "cpu"))
+                    continue
                 for dev in usable:
                     if dev in entry.devices:
                         plan.append((entry, dev))
