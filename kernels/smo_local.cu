@@ -7,7 +7,7 @@
 // that decides working sets uses round-to-nearest intrinsics (no FMA contraction) so that both make the
 // same choices.
 //
-// grad_update_rows: G[c] += y[c] * sum_k coef[k] * K[k, c], accumulated in double, one thread per
+// grad_update_rows: G[c] += y[c] * sum_k coef[k] * K[rows[k], c], accumulated in double, one thread per
 // column (reads of the rows are coalesced); rows with coef[k] == 0 are skipped (the branch is uniform).
 #include "common.cuh"
 
@@ -324,15 +324,16 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
     }
 }
 
-// K: k x ldk (row-major), coef: k, y and G: n.  G[c] += y[c] * sum_r coef[r] K[r, c].
+// K: m x ldk (row-major); rows, coef: k; y and G: n.  G[c] += y[c] * sum_r coef[r] K[rows[r], c].
 template <typename T>
-__global__ void grad_update_rows(const T* __restrict__ K, long long ldk, const double* __restrict__ coef, int k,
-                                 const double* __restrict__ y, double* G, long long n) {
+__global__ void grad_update_rows(const T* __restrict__ K, long long ldk, const long long* __restrict__ rows,
+                                 const double* __restrict__ coef, int k, const double* __restrict__ y, double* G,
+                                 long long n) {
     GPUSVM_GRID_STRIDE(c, n) {
         double acc = 0.0;
         for (int r = 0; r < k; ++r) {
             const double cr = coef[r];
-            if (cr != 0.0) acc += cr * (double)K[(long long)r * ldk + c];
+            if (cr != 0.0) acc += cr * (double)K[rows[r] * ldk + c];
         }
         G[c] += y[c] * acc;
     }

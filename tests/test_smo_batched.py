@@ -270,3 +270,46 @@ def test_svc_estimator_batched(data_dir):
     assert abs(obj - D_sk) <= 1e-3 * abs(D_sk)
     agree = np.mean(est.predict(X) == sk.predict(X))
     assert agree >= 0.99
+
+
+def test_cache_budgets_give_the_same_solution():
+    """Rows used in place in the cache store, or recomputed every round (budget below q rows)."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(500, 5))
+    y = np.where(X[:, 0] - X[:, 2] ** 2 + 0.2 * rng.normal(size=500) > -0.5, 1.0, -1.0)
+    spec = GramSpec("rbf", 0.4)
+    kw = dict(tol=1e-3, max_iter=-1, working_set_size=64)
+    big = solve_batched(CPU, X, y, spec, np.full(500, 5.0), cache_bytes=2**24, **kw)
+    none = solve_batched(CPU, X, y, spec, np.full(500, 5.0), cache_bytes=0, **kw)
+    assert big.converged and none.converged
+    assert none.info["cache_hits"] == 0 and big.info["cache_hits"] > 0
+    np.testing.assert_allclose(none.alpha, big.alpha, atol=1e-8)
+
+
+def test_grad_update_rows_with_row_indices():
+    rng = np.random.default_rng(9)
+    store = rng.random((40, 77)).astype(np.float32)
+    rows = np.array([5, 0, 39, 12])
+    coef = rng.normal(size=4)
+    y = np.where(rng.random(77) < 0.5, 1.0, -1.0)
+    G = rng.normal(size=77)
+    expect = G + y * (coef @ store[rows].astype(np.float64))
+    CPU.grad_update_rows(G, y, store, coef, rows)
+    np.testing.assert_allclose(G, expect, rtol=1e-12, atol=1e-12)
+
+
+def test_row_cache_resident():
+    from gpusvm._solvers.kernel_cache import GramRowCache
+
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(30, 3))
+    spec = GramSpec("rbf", 0.7)
+    K = rbf_kernel(X, gamma=0.7)
+    cache = GramRowCache(CPU, X, spec, cache_bytes=10 * 30 * 8, dtype=np.float64)
+    slots = cache.resident(np.array([3, 7, 3, 29]))
+    np.testing.assert_allclose(cache.store[slots], K[[3, 7, 3, 29]], rtol=1e-12)
+    assert cache.misses == 3
+    slots = cache.resident(np.arange(10, 20))  # evicts the older rows, all 10 fit
+    np.testing.assert_allclose(cache.store[slots], K[10:20], rtol=1e-12)
+    assert cache.resident(np.arange(11)) is None  # more than the budget holds at once
+    np.testing.assert_allclose(cache.rows(np.array([4, 15])), K[[4, 15]], rtol=1e-12)

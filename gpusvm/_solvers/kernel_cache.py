@@ -102,6 +102,43 @@ class GramRowCache:
                 self._store[xp.asarray(store_slots)] = K[xp.asarray(store_rows)]
         return out
 
+    def resident(self, idx):
+        """Make rows ``idx`` resident in the cache and return their slots, without copying rows out.
+
+        Returns a device int64 array ``slots`` (same order as ``idx``, duplicates allowed) such that
+        ``self.store[slots[p]]`` is row ``idx[p]``, valid until the next call that may evict rows
+        (``rows`` or ``resident``). Misses are computed together with one ``be.gram`` call and written
+        straight into their slots. Returns None when the budget cannot hold all requested rows at once;
+        use :meth:`rows` then.
+        """
+        be, xp = self.be, self.be.xp
+        idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
+        uniq = list(dict.fromkeys(idx_host))
+        if len(uniq) > self.capacity:
+            return None
+        if self._store is None:
+            self._store = xp.empty((self.capacity, self.n), dtype=self.dtype)
+        requested = set(uniq)
+        miss = []
+        for i in uniq:
+            if i in self._slot:
+                self._slot.move_to_end(i)
+                self.hits += 1
+            else:
+                miss.append(i)
+        if miss:
+            self.misses += len(miss)
+            slots = [self._take_slot(requested) for _ in miss]  # never None: capacity >= len(uniq)
+            self._store[xp.asarray(slots)] = self._compute(xp.asarray(miss))
+            for i, sl in zip(miss, slots):
+                self._slot[i] = sl
+        return xp.asarray([self._slot[i] for i in idx_host], dtype=xp.int64)
+
+    @property
+    def store(self):
+        """The (capacity, n) array of cached rows (None before the first store); see :meth:`resident`."""
+        return self._store
+
     def _take_slot(self, protected):
         if self._free:
             return self._free.pop()

@@ -16,7 +16,9 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
   half of the previous working set is kept (those whose alpha moved in the last round first, then the
   most recently added), as ThunderSVM does to avoid oscillating working sets;
 * the Gram rows ``K[B, :]`` come from :class:`~gpusvm._solvers.kernel_cache.GramRowCache` (all misses in
-  one matrix product; stored as ``gram_dtype``), and ``K_BB`` is gathered from them;
+  one matrix product; stored as ``gram_dtype``) and are used in place in the cache's store (only the
+  ``q x q`` block ``K_BB`` is gathered); when the budget cannot hold ``q`` rows they are computed into a
+  temporary block instead;
 * the local sub-problem is solved by the fused op ``be.local_smo`` (SMO or planning-ahead SMO steps,
   Glasmachers, "The Planning-ahead SMO Algorithm", 2008; one CUDA thread block on the GPU, Numba on the
   CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps;
@@ -193,7 +195,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
         up_idx, up_ok = _top_k(xp, sc_up, k_up)
         taken[up_idx[up_ok]] = True
-        row_i = cache.rows(i_top.reshape(1))[0].astype(xp.float64)
+        slot_i = cache.resident(i_top.reshape(1))
+        row_i = (cache.rows(i_top.reshape(1))[0] if slot_i is None else cache.store[slot_i[0]]).astype(xp.float64)
         m = s_up[i_top]
         b = m - s
         a = diag[i_top] + diag - 2.0 * row_i
@@ -208,15 +211,20 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         n_new_prev = int(new.shape[0])
 
         # ---- Gram rows, local solve, global gradient update -------------------------------------
-        K_B = cache.rows(B)
-        K_BB = K_B[:, B]
+        # rows stay in the cache's store when the budget holds the working set (no q x n copies)
+        slots = cache.resident(B)
+        if slots is not None:
+            K_src, K_BB = cache.store, cache.store[slots[:, None], B[None, :]]
+        else:
+            K_src = cache.rows(B)
+            K_BB = K_src[:, B]
         yB = y[B]
         aB = alpha[B]
         a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], C[B], diag[B], tol, max_steps, mode, pa_recent)
         inner += steps
         delta = a_new - aB
         alpha[B] = a_new
-        be.grad_update_rows(G, y, K_B, delta * yB)
+        be.grad_update_rows(G, y, K_src, delta * yB, slots)
         B_prev = B
         moved_prev = delta != 0
         rounds += 1

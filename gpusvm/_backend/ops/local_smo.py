@@ -254,13 +254,13 @@ def _numba_impl():
         return a, steps, gap
 
     @numba.njit(cache=True)
-    def grad_update_rows_nb(G, y, K, coef):
-        q, n = K.shape
+    def grad_update_rows_nb(G, y, K, rows, coef):
+        n = K.shape[1]
         acc = np.zeros(n, np.float64)
-        for k in range(q):
+        for k in range(coef.shape[0]):
             c = coef[k]
             if c != 0.0:
-                row = K[k]
+                row = K[rows[k]]
                 for col in range(n):
                     acc[col] += c * np.float64(row[col])
         for col in range(n):
@@ -357,39 +357,46 @@ def local_smo_gpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
 
 
 @register_op("grad_update_rows", "cpu")
-def grad_update_rows_cpu(be, G, y, K_rows, coef):
-    """In place ``G += y * (coef @ K_rows)``, accumulated in float64; rows with ``coef == 0`` skipped.
+def grad_update_rows_cpu(be, G, y, K_rows, coef, rows=None):
+    """In place ``G += y * (coef @ K_rows[rows])``, accumulated in float64; rows with ``coef == 0`` skipped.
 
     Parameters
     ----------
-    G : ndarray of shape (n,), float64 (updated in place)
+    G : ndarray of shape (n,), float64 (updated in place, contiguous)
     y : ndarray of shape (n,), float64
-    K_rows : ndarray of shape (k, n), float32 or float64
+    K_rows : ndarray of shape (m, n), float32 or float64
+        Gram rows, e.g. the store of a :class:`~gpusvm._solvers.kernel_cache.GramRowCache`.
     coef : ndarray of shape (k,), float64
+    rows : int ndarray of shape (k,), optional
+        Which rows of ``K_rows`` the coefficients belong to (default: the first ``k``), so that the
+        rows need not be copied out of a cache.
     """
     np = be.xp
     _, grad_update_rows_nb = _numba_impl()
-    grad_update_rows_nb(G, np.ascontiguousarray(y, dtype=np.float64), np.ascontiguousarray(K_rows),
-                        np.ascontiguousarray(coef, dtype=np.float64))
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    rows = np.arange(coef.shape[0], dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    K = K_rows if K_rows.flags.c_contiguous else np.ascontiguousarray(K_rows)
+    grad_update_rows_nb(G, np.ascontiguousarray(y, dtype=np.float64), K, rows, coef)
     return G
 
 
 @register_op("grad_update_rows", "gpu")
-def grad_update_rows_gpu(be, G, y, K_rows, coef):
+def grad_update_rows_gpu(be, G, y, K_rows, coef, rows=None):
     """GPU twin of :func:`grad_update_rows_cpu` (``grad_update_rows`` in kernels/smo_local.cu)."""
     import cupy as cp
 
     from ..cuda_source import ctype, get_kernel
 
     with be.device:
-        K = cp.ascontiguousarray(K_rows)
-        k, n = int(K.shape[0]), int(K.shape[1])
+        K = K_rows if K_rows.flags.c_contiguous else cp.ascontiguousarray(K_rows)
+        c = cp.ascontiguousarray(coef, dtype=cp.float64)
+        k, n = int(c.shape[0]), int(K.shape[1])
         if k == 0 or n == 0:
             return G
-        c = cp.ascontiguousarray(coef, dtype=cp.float64)
+        r = cp.arange(k, dtype=cp.int64) if rows is None else cp.ascontiguousarray(rows, dtype=cp.int64)
         yy = cp.ascontiguousarray(y, dtype=cp.float64)
         fn = get_kernel("smo_local.cu", f"grad_update_rows<{ctype(K.dtype)}>", be.device_id)
         threads = 256
         blocks = min(65535, (n + threads - 1) // threads)
-        fn((blocks,), (threads,), (K, cp.int64(n), c, cp.int32(k), yy, G, cp.int64(n)))
+        fn((blocks,), (threads,), (K, cp.int64(n), r, c, cp.int32(k), yy, G, cp.int64(n)))
     return G
