@@ -39,10 +39,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     tol : float > 0, default=1e-4
         Stop when the spread ``v_max - v_min`` of the dual projected gradient over a sweep of all
         variables is at most ``tol`` (LIBLINEAR's criterion; scikit-learn passes ``tol`` the same way).
-    solver : {"dcd", "avsf"}, default="avsf"
+    solver : {"dcd", "avsf"}, default="dcd"
         "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
-        variable selection frequencies (Glasmachers & Dogan 2013), much faster for large ``C``.
-        See :mod:`gpusvm._solvers.dcd`.
+        variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``; in our
+        measurements (benchmarks/results/linear_table_cpu.md) it needed more steps than "dcd" for
+        C <= 10 on a9a, w8a, ijcnn1 and phishing, hence the default. See :mod:`gpusvm._solvers.dcd`.
     fit_intercept : bool, default=True
     intercept_scaling : float > 0, default=1.0
         Value of the constant feature; ``intercept_ = intercept_scaling * w_bias``.
@@ -71,7 +72,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="avsf", fit_intercept=True,
+    def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="dcd", fit_intercept=True,
                  intercept_scaling=1.0, class_weight=None, max_iter=1000, random_state=None, verbose=0,
                  device="auto"):
         self.C = C
