@@ -233,6 +233,14 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
     gain1 + g(WSS2) >= eta * (gain1 + max_partner g(B)); otherwise the best partner is taken, which
     keeps the gain of the double step positive (eta = 0.9). Planning only happens right after a free
     SMO step, so planning steps never follow each other.
+
+    Choices made here (the paper's text was not at hand while writing this; the rules above were
+    rebuilt from its abstract ideas and should be checked against it): eta = 0.9; H counts as
+    singular when det(H) <= 1e-8 * prod(diag(H)); "hits the box" means the planned alpha_i or alpha_j
+    would reach or cross 0 or C (strictly inside is required); the planned step must go in the
+    ascent direction of v (mu * g_v > 0); with ``pa_recent=3`` the partner candidates after a planning
+    step are both earlier working sets, and the history is cleared whenever shrinking changes the
+    active set (rows of shrunk variables are not kept up to date).
     """
     n = y.shape[0]
     G = np.empty(n)
