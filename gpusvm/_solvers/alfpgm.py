@@ -1,0 +1,336 @@
+"""Binary solver "alfpgm": C-SVC dual by ALFPGM with pWSS working sets.
+
+Algorithm
+---------
+Aregbesola and Griva, "A Fast Algorithm for Training Large Scale Support Vector Machines", Journal of
+Computer and Communications 10 (2022) (pWSS, the MinMaxLimiter, subproblem (3) and the ALFPGM
+algorithm), which builds on their "augmented Lagrangian fast projected gradient method" (ALFPGM) for
+the SVM dual. A decomposition method: each round optimizes ``2 p`` variables (``p`` pairs) at once.
+
+* Working set (pWSS). ``q_t = -y_t G_t`` (``G = Q alpha - 1``). Pairs ``(i, j)`` by the second-order
+  rule: ``i`` in ``I_up`` taken in decreasing order of ``q_i``; its ``j`` minimizes ``-b_it^2 / a_it``
+  over ``t`` in ``I_low`` with ``q_t < q_i`` (``b_it = q_i - q_t``, ``a_it = K_ii + K_tt - 2 K_it``,
+  ``a <= 0`` replaced by 1e-12); each index at most once per working set (the greedy pairing is the
+  fused op ``be.pwss_assign``). ``min_alpha_check``: ``j`` is searched only among the first
+  ``min_alpha_check`` entries of ``I_low`` sorted by increasing ``q`` (the most violating ones).
+* MinMaxLimiter. A variable is left out of the selection when (a) it moved by less than
+  ``delta_alpha`` the last time it was optimized, (b) it has been in ``min_alpha_opt`` working sets and
+  sits at a bound (0 or C), or (c) it has been in ``max_alpha_opt`` working sets.
+* Subproblem (3): the dual restricted to ``B``, the equality ``y_B^T alpha_B = -y_N^T alpha_N`` handled
+  by the augmented Lagrangian ``L_mu(alpha, lambda)`` with the multiplier update
+  ``lambda <- lambda - mu g(alpha)``; each inner minimization over the box ``[0, C]`` by the fast
+  projected gradient method (FPGM, Beck and Teboulle's FISTA) with step ``1 / L``,
+  ``L = lambda_1(Q_BB) + mu |B|`` (power iterations); inner stop ``nu(alpha, lambda) < eps``, outer stop
+  ``max(nu, |g(alpha)|) < eps``. Fused op ``be.alfpgm_subproblem`` (one CUDA thread block on the GPU, a
+  Numba loop on the CPU; see :mod:`gpusvm._backend.ops.pgd` for the exact iteration).
+* Global update: ``G += Q[:, B] (alpha_B^new - alpha_B^old)``, one matrix-vector product with the Gram
+  rows of ``B`` from the shared row cache. Shares the kernel-row cache (:class:`GramRowCache`) and the
+  global gradient update (``be.grad_update_rows``) with the SMO solver.
+* Stop when the KKT gap ``max_{I_up} q - min_{I_low} q <= tol``, the rule of LIBSVM and of our SMO, so
+  the objective matches theirs; or after ``max_iter`` decompositions (``converged=False``).
+
+Details the paper leaves open, and what we chose (documented here so they can be revisited)
+--------------------------------------------------------------------------------------------
+* The first pair of every working set is the WSS2 pair of LIBSVM (``i`` = argmax of ``q`` over
+  ``I_up``, ``j`` its second-order partner over all of ``I_low``), whatever the limiter says. Every
+  round therefore makes at least the progress of one LIBSVM step, which is what global convergence
+  rests on; the limiter only shapes the other ``p - 1`` pairs.
+* The limiter counters are reset (all variables allowed again) when fewer than ``max(1, p // 2)``
+  pairs can be formed while some variables are excluded; "never more than ``max_alpha_opt`` times" hence
+  holds between resets. Without the reset a long run excludes ever more variables and stalls.
+* ``lambda`` starts at ``-(m + M) / 2`` (``m = max_{I_up} q``, ``M = min_{I_low} q``: at the optimum the
+  multiplier of the equality is LIBSVM's ``rho``) and is carried from one subproblem to the next.
+* The subproblem tolerance is ``eps = 0.1 * gap`` of the current round when ``inner_tol`` is None (a
+  loose solve far from the optimum, a tight one near it: the next round re-selects anyway); a given
+  ``inner_tol`` is used as is but never above ``0.25 * gap``, so that the WSS2 pair always moves.
+* After each subproblem, the displacement is projected exactly onto ``y_B^T d = 0`` within the box,
+  so the global equality constraint holds to rounding (the augmented Lagrangian meets it only to
+  ``eps``).
+* ``min_alpha_check=None`` searches all of ``I_low``.
+* The FPGM momentum restarts at each outer iteration; ``nu`` is checked every ``check_every`` (10) inner
+  steps. An adaptive restart (O'Donoghue and Candes 2015) is available as ``fpgm_restart=True`` but off
+  by default: on 2,000-row subsets of a9a and w8a it did not reduce the FPGM steps.
+
+Non-convergence: if any inner loop reaches ``max_inner_iter`` with ``nu >= eps`` or any outer loop
+reaches ``max_outer_iter`` without ``max(nu, |g|) < eps``, a :class:`~sklearn.exceptions.ConvergenceWarning`
+says how often (the global KKT stop still decides ``converged``; the counts are in ``info``).
+
+This module imports neither NumPy nor CuPy: everything goes through ``be``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+
+from . import BinaryResult, register_binary_solver
+from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
+
+__all__ = ["solve_alfpgm", "DEFAULT_N_PAIRS", "OPTIONS"]
+
+OPTIONS = ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_alpha_opt", "min_alpha_check")
+
+#: Default number of pairs ``p`` (``n_pairs=None``); chosen from the sweep in
+#: benchmarks/results/alfpgm_sweep_cpu.md (see :func:`solve_alfpgm`).
+DEFAULT_N_PAIRS = 64
+MAX_PAIRS = 512  # 2 p <= 1024 variables: one CUDA thread block solves the subproblem
+TAU = 1e-12
+
+
+def _check_int(value, name, low, high=None, allow_none=False):
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low and (
+        high is None or value <= high)
+    if not ok:
+        hi = "inf" if high is None else high
+        raise ValueError(f"The {name!r} parameter of SVC must be an int in the range [{low}, {hi}]"
+                         f"{' or None' if allow_none else ''}. Got {value!r} instead.")
+    return int(value)
+
+
+def _check_float(value, name, *, low=0.0, low_open=True, allow_none=False):
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value)) and (
+        float(value) > low if low_open else float(value) >= low)
+    if not ok:
+        br = "(" if low_open else "["
+        raise ValueError(f"The {name!r} parameter of SVC must be a float in the range {br}{low}, inf)"
+                         f"{' or None' if allow_none else ''}. Got {value!r} instead.")
+    return float(value)
+
+
+def _top(xp, key, k, largest=True):
+    """Indices of the ``k`` largest (or smallest) entries of ``key``, in sorted order."""
+    n = int(key.shape[0])
+    k = min(int(k), n)
+    if k <= 0:
+        return xp.zeros(0, dtype=xp.int64)
+    s = -key if largest else key
+    idx = xp.arange(n, dtype=xp.int64) if k == n else xp.argpartition(s, k - 1)[:k].astype(xp.int64)
+    return idx[xp.argsort(s[idx], kind="stable")]
+
+
+@register_binary_solver("alfpgm", options=OPTIONS)
+def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
+                 random_state=None, n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
+                 max_alpha_opt=20, min_alpha_check=None, max_inner_iter=2000, max_outer_iter=100,
+                 check_every=10, gram_dtype="float32", fpgm_restart=False):
+    """Solve the C-SVC dual by ALFPGM with pWSS (Aregbesola and Griva, 2022); see the module docstring.
+
+    Parameters
+    ----------
+    be : Backend
+    X : {array, CSR matrix} of shape (n, d) on ``be``
+    y : array of shape (n,), float64 in {-1, +1}, on ``be``
+    spec : GramSpec
+    C : array of shape (n,), float64, on ``be``
+        Per-sample upper bounds.
+    tol : float
+        Stop when the KKT gap ``max_{I_up} -yG - min_{I_low} -yG`` is at most ``tol``.
+    max_iter : int or None
+        Maximal number of decompositions (working sets); None or negative: no limit.
+    cache_bytes : int
+        Budget of the Gram-row cache.
+    alpha0 : array of shape (n,), optional
+        Feasible warm start.
+    x_sqnorm : array of shape (n,), optional
+        Squared row norms of X (RBF).
+    verbose : int
+        Print one line every ``max(1, 100 // verbose)`` decompositions when > 0.
+    random_state : ignored
+        The method is deterministic.
+    n_pairs : int, optional
+        ``p``, the number of pairs per working set (1 to 512). None: :data:`DEFAULT_N_PAIRS` (64), the
+        best of the sweep over p in {8, 16, 32, 64, 100, 200} on a9a and ijcnn1 in
+        benchmarks/results/alfpgm_sweep_cpu.md (fit time; the paper found 50 to 100 best).
+    mu : float
+        Augmented Lagrangian parameter (> 0).
+    inner_tol : float, optional
+        Subproblem tolerance ``eps``; None: ``0.1 *`` the current KKT gap (capped at ``0.25 * gap``
+        when given).
+    delta_alpha : float
+        MinMaxLimiter: leave out variables that moved by less than this when last optimized.
+    min_alpha_opt : int
+        MinMaxLimiter: after this many working sets, leave out variables at 0 or C.
+    max_alpha_opt : int
+        MinMaxLimiter: never use a variable in more than this many working sets (between resets).
+    min_alpha_check : int, optional
+        Search ``j`` only among the first ``min_alpha_check`` of ``I_low`` sorted by ``-yG``; None: all.
+    max_inner_iter, max_outer_iter : int
+        Limits of the FPGM (inner) and multiplier (outer) loops of each subproblem.
+    check_every : int
+        The inner stopping test runs every ``check_every`` FPGM steps.
+    gram_dtype : {"float32", "float64"}
+        Type of the cached Gram rows (alpha and the gradient are float64).
+    fpgm_restart : bool
+        Adaptive restart of the FPGM momentum (not in the paper; off by default).
+
+    Returns
+    -------
+    BinaryResult
+        ``n_iter`` counts decompositions; ``info`` holds ``inner_iters``, ``outer_iters``,
+        ``inner_limit_hits``, ``outer_limit_hits``, ``pairs`` (pairs formed in total),
+        ``limiter_resets``, ``gap``, cache counters and ``time_s``.
+    """
+    xp = be.xp
+    n = int(X.shape[0])
+    p = DEFAULT_N_PAIRS if n_pairs is None else _check_int(n_pairs, "n_pairs", 1, MAX_PAIRS)
+    p = max(1, min(p, n // 2))
+    mu = _check_float(mu, "mu")
+    inner_tol = _check_float(inner_tol, "inner_tol", allow_none=True)
+    delta_alpha = _check_float(delta_alpha, "delta_alpha", low_open=False)
+    min_alpha_opt = _check_int(min_alpha_opt, "min_alpha_opt", 1)
+    max_alpha_opt = _check_int(max_alpha_opt, "max_alpha_opt", 1)
+    min_alpha_check = _check_int(min_alpha_check, "min_alpha_check", 1, allow_none=True)
+    max_inner_iter = _check_int(max_inner_iter, "max_inner_iter", 1)
+    max_outer_iter = _check_int(max_outer_iter, "max_outer_iter", 1)
+    check_every = _check_int(check_every, "check_every", 1)
+    if str(gram_dtype) not in ("float32", "float64"):
+        raise ValueError(f"The 'gram_dtype' parameter must be one of ['float32', 'float64']. Got {gram_dtype!r} instead.")
+    gdt = xp.float32 if str(gram_dtype) == "float32" else xp.float64
+    limit = math.inf if max_iter is None or int(max_iter) < 0 else int(max_iter)
+
+    from .kernel_cache import GramRowCache
+
+    t0 = time.perf_counter()
+    f64 = xp.float64
+    y = xp.asarray(y, dtype=f64)
+    C = xp.asarray(C, dtype=f64)
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, f64)
+    diag = gram_diag(be, X, spec, x_sqnorm)
+    if alpha0 is None:
+        alpha = xp.zeros(n, dtype=f64)
+        G = -xp.ones(n, dtype=f64)
+    else:
+        alpha = xp.array(alpha0, dtype=f64, copy=True)
+        G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
+    cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+
+    count = xp.zeros(n, dtype=xp.int32)  # working sets each variable has been in (since the last reset)
+    last_move = xp.full(n, xp.inf, dtype=f64)  # |change| the last time it was optimized
+    lam = None
+    stats = xp.zeros(4, dtype=xp.int64)
+    sub_info = xp.zeros(3, dtype=f64)
+    neg_inf, pos_inf = -xp.inf, xp.inf
+    rounds = pairs_total = resets = 0
+    converged = False
+    gap = math.inf
+    every = max(1, 100 // int(verbose)) if verbose else 0
+
+    while True:
+        q = -y * G
+        up, low = up_low_masks(be, y, alpha, C)
+        s_up = xp.where(up, q, neg_inf)
+        s_low = xp.where(low, q, pos_inf)
+        i_star = xp.argmax(s_up)
+        m_top = s_up[i_star]
+        m_low = xp.min(s_low)
+        gap = float(m_top - m_low)  # the convergence check: one host sync per round
+        if verbose and rounds % every == 0:
+            print(f"[alfpgm] round {rounds}: gap {gap:.6g}, pairs {pairs_total}")
+        if not (gap > tol):
+            converged = True
+            break
+        if rounds >= limit:
+            break
+        if lam is None:
+            lam = xp.reshape(-(m_top + m_low) / 2.0, (1,)).astype(f64)
+
+        # ---- the WSS2 pair (always in the working set) --------------------------------------
+        row = cache.rows(i_star.reshape(1))[0].astype(f64)
+        b = m_top - q
+        a = diag[i_star] + diag - 2.0 * row
+        a = xp.where(a > 0, a, TAU)
+        j_star = xp.argmin(xp.where(low & (b > 0), -(b * b) / a, pos_inf))
+
+        # ---- pWSS with the MinMaxLimiter ---------------------------------------------------------
+        at_bound = (alpha <= 0) | (alpha >= C)
+        excl = (last_move < delta_alpha) | (count >= max_alpha_opt) | ((count >= min_alpha_opt) & at_bound)
+        # reset the limiter once it hides the violation: the gap among the allowed variables fell
+        # below half of the true gap (then the extra pairs would be nearly useless)
+        r_gap = float(xp.max(xp.where(up & ~excl, q, neg_inf)) - xp.min(xp.where(low & ~excl, q, pos_inf)))
+        if not (r_gap >= 0.5 * gap):
+            count[...] = 0
+            excl[...] = False
+            resets += 1
+        last_move[...] = pos_inf  # "moved less than delta_alpha" leaves a variable out for one round
+        excl[i_star] = False
+        excl[j_star] = False
+        key_up = xp.where(up & ~excl, q, neg_inf)
+        key_up[j_star] = neg_inf
+        key_up[i_star] = pos_inf
+        i_idx = _top(xp, key_up, p, largest=True)  # i_star first
+        valid_i = key_up[i_idx] > neg_inf
+        key_low = xp.where(low & ~excl, q, pos_inf)
+        key_low[i_idx] = pos_inf
+        key_low[j_star] = neg_inf
+        m_cand = int(n if min_alpha_check is None else min(min_alpha_check, n))
+        cand = _top(xp, key_low, max(m_cand, 1), largest=False)  # j_star first
+        valid_c = key_low[cand] < pos_inf
+        R = cache.rows(i_idx)
+        K_ic = R[:, cand].astype(f64)
+        qi, qc = q[i_idx], q[cand]
+        b = qi[:, None] - qc[None, :]
+        a = diag[i_idx][:, None] + diag[cand][None, :] - 2.0 * K_ic
+        a = xp.where(a > 0, a, TAU)
+        S = xp.where((b > 0) & valid_c[None, :] & valid_i[:, None], -(b * b) / a, pos_inf)
+        jpos = be.pwss_assign(S)
+        ok = jpos >= 0
+        n_ok = int(xp.count_nonzero(ok))
+        B = xp.concatenate([i_idx[ok], cand[jpos[ok]]])
+        pairs_total += n_ok
+
+        # ---- subproblem (3) by ALFPGM, global gradient update ------------------------------------
+        K_B = cache.rows(B)
+        yB = y[B]
+        Q = (yB[:, None] * yB[None, :]) * K_B[:, B].astype(f64)
+        aB = alpha[B]
+        CB = C[B]
+        eps = 0.1 * gap if inner_tol is None else min(inner_tol, 0.25 * gap)
+        d = be.alfpgm_subproblem(Q, G[B], yB, -aB, CB - aB, lam, stats, sub_info, mu=mu, eps=eps,
+                                 max_inner=max_inner_iter, max_outer=max_outer_iter, check_every=check_every,
+                                 restart=bool(fpgm_restart))
+        a_new = xp.clip(aB + d, 0.0, CB)
+        delta = a_new - aB
+        alpha[B] = a_new
+        be.grad_update_rows(G, y, K_B, delta * yB)
+        count[B] += 1
+        last_move[B] = xp.abs(delta)
+        rounds += 1
+
+    st = [int(v) for v in be.to_host(stats).tolist()]
+    obj = dual_objective(be, alpha, G)
+    b_ = bias(be, y, alpha, G, C)
+    info = {
+        "inner_iters": st[0],
+        "outer_iters": st[1],
+        "inner_limit_hits": st[2],
+        "outer_limit_hits": st[3],
+        "pairs": pairs_total,
+        "n_pairs": p,
+        "limiter_resets": resets,
+        "gap": gap,
+        "cache_hits": cache.hits,
+        "cache_misses": cache.misses,
+        "time_s": time.perf_counter() - t0,
+    }
+    if st[2] or st[3]:
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.warn(
+            f"ALFPGM subproblems did not converge within their iteration limits: the inner FPGM loop hit "
+            f"max_inner_iter={max_inner_iter} {st[2]} time(s) and the augmented Lagrangian outer loop hit "
+            f"max_outer_iter={max_outer_iter} {st[3]} time(s) in {rounds} decompositions. The final KKT gap "
+            f"is {gap:.3g} (tol={tol}); " + ("the global stopping rule was still met." if converged else
+                                              "the solution did NOT reach the tolerance."),
+            ConvergenceWarning, stacklevel=2)
+    if verbose:
+        print(f"[alfpgm] done: {rounds} decompositions, {pairs_total} pairs, {st[0]} FPGM steps, gap {gap:.6g}, "
+              f"objective {obj:.10g}, converged {converged}")
+    return BinaryResult(alpha=alpha, b=b_, objective=obj, n_iter=rounds, converged=converged, gradient=G,
+                        info=info)
