@@ -547,7 +547,7 @@ class Harness:
         doc = {
             "schema_version": SCHEMA_VERSION,
             "created": started.isoformat(timespec="seconds"),
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "",
+            "command": _command_line(),
             "suite": s.suite,
             "settings": {
                 "devices": list(s.devices), "solvers": [e.name for e in entries],
@@ -614,6 +614,15 @@ class Harness:
         doc["elapsed_s"] = time.perf_counter() - t_start
         doc["complete"] = True
         return doc
+
+
+def _command_line() -> str:
+    if not sys.argv:
+        return ""
+    prog = Path(sys.argv[0]).name
+    if prog == "__main__.py":  # python -m gpusvm
+        prog = "python -m gpusvm"
+    return " ".join([prog, *sys.argv[1:]])
 
 
 def _speedups(rows: list[dict]) -> None:
