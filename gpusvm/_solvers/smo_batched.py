@@ -11,7 +11,8 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
 * each round selects a working set ``B`` of ``q`` variables (at most 1,024):
   the maximal violating pair (the top of ``I_up`` and the bottom of ``I_low``) always, then half of the
   new variables from ``I_up`` with the largest ``-y G`` and half from ``I_low`` ranked by the
-  second-order gain against the top ``I_up`` index (Fan, Chen and Lin, "Working Set Selection Using
+  second-order gain against the top ``I_up`` index (violators only: unlike ThunderSVM, no
+  non-violating fillers, whose Gram rows cost as much and rarely move) (Fan, Chen and Lin, "Working Set Selection Using
   Second Order Information for Training SVM", JMLR 6, 2005), each index once. From the second round on,
   half of the previous working set is kept (those whose alpha moved in the last round first, then the
   most recently added), as ThunderSVM does to avoid oscillating working sets;
@@ -49,10 +50,11 @@ _LOCAL_MODES = {"smo": 0, "pa-smo": 1}
 
 
 def default_working_set_size(be, n: int) -> int:
-    """The default ``q``: 1,024 on the GPU (one full thread block), 256 on the CPU (measured in
-    benchmarks/smo_decomposition.py: the local solve is serial there, so smaller sets pay off),
-    never more than ``n`` (rounded down to an even number, at least 2)."""
-    q = MAX_WORKING_SET if be.is_gpu else 256
+    """The default ``q``: 1,024 on the GPU (one full thread block), 512 on the CPU (where the local
+    solve is serial; 512 beat 256 and matched 1,024 on a9a and ijcnn1 subsets, see
+    benchmarks/results/smo_decomposition_cpu.md), never more than ``n`` (rounded down to an even
+    number, at least 2)."""
+    q = MAX_WORKING_SET if be.is_gpu else 512
     q = min(q, int(n))
     q -= q % 2
     return max(q, 2)
@@ -191,7 +193,9 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         # ---- new variables: the maximal violating pair, top I_up by -yG, I_low by 2nd-order gain ------
         k_up = n_new // 2
         k_low = n_new - k_up
-        sc_up = xp.where(up & ~taken, s, neg_inf)
+        # only violators: an I_up member must beat the bottom of I_low, an I_low member the top of I_up
+        # (ThunderSVM fills up with non-violating variables; their rows cost as much and rarely move)
+        sc_up = xp.where(up & ~taken & (s > s_low[j_min]), s, neg_inf)
         sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
         up_idx, up_ok = _top_k(xp, sc_up, k_up)
         taken[up_idx[up_ok]] = True
@@ -201,8 +205,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         b = m - s
         a = diag[i_top] + diag - 2.0 * row_i
         a = xp.where(a > 0, a, 1e-12)
-        # violating pairs rank by gain b^2/a (>= 0); non-violating members of I_low fill up after them
-        gain = xp.where(b > 0, b * b / a, -1.0 / (1.0 + xp.abs(b)))
+        gain = xp.where(b > 0, b * b / a, neg_inf)
         sc_low = xp.where(low & ~taken, gain, neg_inf)
         sc_low[j_min] = xp.where(taken[j_min], neg_inf, xp.inf)
         low_idx, low_ok = _top_k(xp, sc_low, k_low)
