@@ -261,6 +261,16 @@ def test_pasmo_fewer_iterations_never_worse_on_chessboard(pa_recent):
     assert np.mean(it_pa) < np.mean(it_smo)
 
 
+def test_batched_decomposition_is_dispatched_on_cpu():
+    """decomposition="batched" routes "smo"/"pa-smo" to the batched solver (same optimum)."""
+    X, y = load_bundled("breast_cancer")
+    for solver in ("smo", "pa-smo"):
+        pw = SVC(C=10.0, gamma=0.02, solver=solver, decomposition="pairwise", device="cpu").fit(X, y)
+        bt = SVC(C=10.0, gamma=0.02, solver=solver, decomposition="batched", device="cpu").fit(X, y)
+        assert bt.objective_[0] == pytest.approx(pw.objective_[0], rel=1e-4)
+        assert bt.n_iter_[0] < pw.n_iter_[0]  # rounds, not SMO steps
+
+
 # ---------------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------------

@@ -649,6 +649,12 @@ def _prepare(X, spec, x_sqnorm):
 
     if sp.issparse(X):
         X = X.tocsr()
+        n, d = X.shape
+        # few features and not very sparse (ijcnn1: 13 of 22 nonzero): the dense dot products
+        # vectorize and beat the sparse ones; the dense copy is bounded to 256 MB
+        if X.nnz * 3 >= n * d and n * d * 8 <= 256 * 2**20:
+            X = X.toarray()
+    if sp.issparse(X):
         sparse = True
         data = np.ascontiguousarray(X.data, dtype=np.float64)
         indices = np.ascontiguousarray(X.indices, dtype=np.int64)
