@@ -356,3 +356,17 @@ def test_cpu_gpu_training_agree(gpu_backend):
             assert np.corrcoef(da, db)[0, 1] > 0.98
             assert abs(a.n_merges_ - b.n_merges_) <= 0.05 * a.n_merges_ + 2
         assert 0.0 <= b.merge_time_fraction_ < 1.0
+
+
+def test_sklearn_contract_clone_and_params():
+    from sklearn.base import clone
+
+    est = BudgetSVC(C=2.0, budget=30, n_merge=3, merge="gradient", epochs=2, random_state=1, device="cpu")
+    params = est.get_params()
+    assert params["budget"] == 30 and params["merge"] == "gradient" and params["device"] == "cpu"
+    X, y = _small_problem(n=200, seed=8)
+    a = clone(est).fit(X, y)
+    b = clone(est).fit(X, y)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    assert not hasattr(est, "dual_coef_")  # __init__ stores parameters only
+    assert a.n_features_in_ == 2 and a.n_iter_ == 2

@@ -41,7 +41,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..base import register_op
-from .merge import DEFAULT_N_GSS, argmin_abs, golden_merge, merge_search_nb, smallest_k
+from .merge import DEFAULT_N_GSS, argmin_abs, golden_merge, merge_search_nb, smallest_k, sqdist
 
 MERGE_CODES = {"cascade": 0, "gradient": 1}
 
@@ -94,10 +94,7 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
     if merge_code == 0:  # cascade
         for q in range(found):
             p = partners[q]
-            d2 = 0.0
-            for k in range(d):
-                t = z[k] - sv[p, k]
-                d2 += t * t
+            d2 = sqdist(z, sv[p])
             h, az_new, dg = golden_merge(az, alpha[p], gamma * d2, n_gss)
             for k in range(d):
                 z[k] = h * z[k] + (1.0 - h) * sv[p, k]
@@ -118,10 +115,7 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
             g = 0.0
             for q in range(found + 1):
                 p = first if q == 0 else partners[q - 1]
-                d2 = 0.0
-                for k in range(d):
-                    t = z[k] - sv[p, k]
-                    d2 += t * t
+                d2 = sqdist(z, sv[p])
                 w[q] = alpha[p] * np.exp(-gamma * d2)
                 g += w[q]
             if it == n_gd:
@@ -163,12 +157,9 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
         i = order[s]
         t = t0 + s + 1
         f = 0.0
+        xi = X[i]
         for j in range(n_sv):
-            d2 = 0.0
-            for k in range(d):
-                u = sv[j, k] - X[i, k]
-                d2 += u * u
-            f += alpha[j] * np.exp(-gamma * d2)
+            f += alpha[j] * np.exp(-gamma * sqdist(sv[j], xi))
         scale = 1.0 - 1.0 / t
         for j in range(n_sv):
             alpha[j] *= scale

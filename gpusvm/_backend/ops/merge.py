@@ -47,6 +47,18 @@ GOLDEN = 0.6180339887498949  # (sqrt(5) - 1) / 2
 DEFAULT_N_GSS = 20
 
 
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def sqdist(a, b):
+    """||a - b||^2 of two 1-d rows. The only reassociated (SIMD) arithmetic of the CPU loops: summing the
+    squares in any order lets LLVM vectorize it (2-3x faster margins); everything else stays IEEE-strict
+    (the merge search relies on +inf)."""
+    d2 = 0.0
+    for k in range(a.shape[0]):
+        u = a[k] - b[k]
+        d2 += u * u
+    return d2
+
+
 @numba.njit(cache=True, inline="always")
 def _s(h, m, gd2):
     # m * kappa^((1-h)^2) + (1-m) * kappa^(h^2), kappa = exp(-gd2), written with exp to stay accurate
@@ -93,7 +105,6 @@ def golden_merge(ai, aj, gd2, n_gss):
 @numba.njit(cache=True)
 def merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs):
     """Fill ``deg[j]``, ``hs[j]`` (j < n_sv) for merging SV ``j`` into SV ``first``; see the module doc."""
-    d = sv.shape[1]
     af = alpha[first]
     for j in range(n_sv):
         aj = alpha[j]
@@ -101,10 +112,7 @@ def merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs):
             deg[j] = np.inf
             hs[j] = 0.0
             continue
-        d2 = 0.0
-        for k in range(d):
-            t = sv[first, k] - sv[j, k]
-            d2 += t * t
+        d2 = sqdist(sv[first], sv[j])
         h, az, dg = golden_merge(af, aj, gamma * d2, n_gss)
         deg[j] = dg
         hs[j] = h
