@@ -81,6 +81,8 @@ class SVC(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_weight_ : ndarray of shape (n_classes,)
+        Multipliers of C per class.
     support_ : ndarray of shape (n_SV,)
         Indices of the support vectors in the training data, grouped by class.
     support_vectors_ : {ndarray, CSR matrix} of shape (n_SV, n_features)
@@ -295,6 +297,7 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         self.classes_ = classes
+        self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))
         self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
         self.dual_coef_ = be.asarray(dual)
