@@ -107,7 +107,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     gram_dtype : {"float32", "float64"}
         Type of the stored Gram rows (alpha and gradient are always float64).
     pa_recent : {2, 3}
-        Number of most recent working sets PA-SMO may reuse.
+        PA-SMO plans with the 2 or 3 most recent working sets (see :mod:`gpusvm._backend.ops.local_smo`).
 
     Returns
     -------
