@@ -28,10 +28,18 @@ _OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent")
 def _auto_decomposition(be, n, d, spec) -> str:
     """The CPU decomposition for ``decomposition="auto"``: "pairwise" or "batched".
 
-    Pair-at-a-time SMO in compiled code for now; the batched decomposition may take over here once it
-    is measured to be faster on the CPU.
+    Batched from ``n >= 5000`` samples, pair-at-a-time below. Measured on the CPU (one process, one
+    machine; benchmarks/smo_decomposition.py): pairwise / batched time was 0.22-0.33 (n=300),
+    0.85-0.92 (n=1,000), 1.17-1.26 (n=2,000), 1.10-1.67 (n=3,000), 1.38-2.12 (n=10,000) on a9a/ijcnn1
+    subsets (benchmarks/results/smo_decomposition_crossover_cpu.md), and 2.0-2.6 on full a9a, 1.5-1.8
+    on full ijcnn1 (benchmarks/results/smo_decomposition_cpu.md). Below 2,000 the batched method
+    loses to its per-round overhead; between 2,000 and 5,000 its small gain is not worth a known
+    difference: on data with duplicate rows (phishing) it spreads alpha over identical points, giving
+    a few percent more support vectors than LIBSVM (same objective and decisions), so the
+    LIBSVM-faithful pairwise loop is kept there.
     """
-    return "pairwise"
+    batched_min_samples = 5000
+    return "batched" if int(n) >= batched_min_samples else "pairwise"
 
 
 def _check_common(decomposition, gram_dtype, pa_recent):
