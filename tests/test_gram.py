@@ -126,3 +126,12 @@ def test_gram_spec_rejects_bad_hyperparameters(kwargs, param):
         GramSpec(**kwargs)
     bad = next(iter(kwargs.values())) if param == "kernel" else kwargs.get(param)
     assert repr(bad) in str(exc.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gram_large_tile_parallel_path(backend, kind):
+    # 300 x 300 = 90,000 values per tile: the CPU twin's parallel version runs
+    X, Y = _data(300, 300, 7, seed=11)
+    spec = GramSpec(kind, gamma=0.1, coef0=0.2, degree=2)
+    K = backend.to_host(backend.gram(backend.asarray(X), backend.asarray(Y), spec))
+    np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-12)

@@ -1,9 +1,8 @@
 """Fused op ``gram``: a block of kernel values ``K[i, j] = k(X[i], Y[j])``, tiled under a byte budget.
 
 Every tile is one matrix product (BLAS / cuBLAS, or a CSR product) followed by the elementwise gram
-function, which uses the rows' squared norms for the RBF distance (clipped at 0). On the GPU the
-transform and the write into the output are fused in ``kernels/gram.cu``; on the CPU they are NumPy
-expressions over the tile. The driver below (tiling, sparse handling) is written once for both.
+function, which uses the rows' squared norms for the RBF distance (clipped at 0). The transform and the
+write into the output are fused: in ``kernels/gram.cu`` on the GPU, in its Numba twin on the CPU. The driver below (tiling, sparse handling) is written once for both.
 """
 
 from __future__ import annotations
@@ -65,19 +64,54 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
     return out
 
 
+_CPU_FUSED: dict = {}
+_PARALLEL_MIN_ELEMS = 1 << 16  # below this, starting the thread pool costs more than it saves
+
+
+def _cpu_fused(parallel: bool):
+    """The Numba twin of ``gram_transform`` (kernels/gram.cu): one pass over the tile that reads each
+    dot product once and writes the gram value into its place in the output, instead of NumPy's three
+    to four temporaries for the RBF distance and exponent. Rows run in parallel for large tiles."""
+    fn = _CPU_FUSED.get(parallel)
+    if fn is None:
+        import math
+
+        import numba
+
+        # Explicit any-layout signatures: tiles and output views come in C, F and strided layouts,
+        # and one compiled (and disk-cached) version per dtype serves them all.
+        sigs = [f"void({t}[:, :], {t}[:, :], {t}[:], {t}[:], int64, {t}, {t}, int64)" for t in ("float64", "float32")]
+
+        def fused(prod, dst, xn, yn, code, gamma, coef0, degree):
+            nr, nc = prod.shape
+            for r in numba.prange(nr):
+                for c in range(nc):
+                    v = prod[r, c]
+                    if code == 1:
+                        v = (gamma * v + coef0) ** degree
+                    elif code == 2:
+                        d = xn[r] + yn[c] - 2.0 * v
+                        v = math.exp(-gamma * (d if d > 0.0 else 0.0))
+                    elif code == 3:
+                        v = math.tanh(gamma * v + coef0)
+                    dst[r, c] = v
+
+        fn = numba.njit(sigs, parallel=parallel, cache=True, nogil=True)(fused)
+        _CPU_FUSED[parallel] = fn
+    return fn
+
+
 def _transform_cpu(be, prod, dst, xn, yn, spec):
     np = be.xp
     if spec.kind == "linear":
         dst[...] = prod
-    elif spec.kind == "poly":
-        dst[...] = (spec.gamma * prod + spec.coef0) ** spec.degree
-    elif spec.kind == "sigmoid":
-        dst[...] = np.tanh(spec.gamma * prod + spec.coef0)
-    else:
-        d = xn[:, None] + yn[None, :] - 2 * prod
-        np.maximum(d, 0, out=d)
-        d *= -spec.gamma
-        np.exp(d, out=dst)
+        return
+    T = dst.dtype.type
+    if xn is None:  # unused unless rbf; typed placeholders keep one compiled signature per dtype
+        xn = yn = np.zeros(1, dtype=dst.dtype)
+    fn = _cpu_fused(prod.size >= _PARALLEL_MIN_ELEMS)
+    fn(prod.astype(dst.dtype, copy=False), dst, xn.astype(dst.dtype, copy=False),
+       yn.astype(dst.dtype, copy=False), spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
 
 
 def _transform_gpu(be, prod, dst, xn, yn, spec):
