@@ -63,27 +63,39 @@ def check_X(X, be, *, name="X", dtype=None, owner=None):
     or non-finite input.
     """
     where = f" for {owner}" if owner else ""
+    by = f" by {owner}" if owner else ""
     if X is None:
-        raise ValueError(f"Expected a 2-d array for {name!r}{where}, got None.")
+        raise ValueError(f"Expected 2D array, got None instead for {name!r}{where}.")
     if array_library(X) == "numpy" and not sp.issparse(X) and not isinstance(X, np.ndarray):
         try:
             X = np.asarray(X)
         except ValueError as exc:
             raise ValueError(f"{name!r}{where} is ragged or not numeric: {exc}") from None
-        if X.dtype == object:
-            raise ValueError(f"{name!r}{where} is ragged or holds non-numeric values.")
+    if isinstance(X, np.ndarray) and X.dtype == object:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            # keep the exception type: float() says "argument must be a string or a number" for dicts
+            raise type(exc)(f"{name!r}{where} holds non-numeric values: {exc}") from None
     if sp.issparse(X):
         X = X.tocsr()
     shape = getattr(X, "shape", None)
     if shape is None or len(shape) != 2:
-        got = "a scalar" if shape == () else f"{len(shape)}-d array" if shape is not None else type(X).__name__
+        got = "scalar array" if shape == () else f"{len(shape)}D array" if shape is not None else type(X).__name__
         raise ValueError(
-            f"Expected a 2-d array for {name!r}{where}, got {got}; reshape 1-d data with "
-            "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+            f"Expected 2D array, got {got} instead for {name!r}{where}. Reshape your data either using "
+            "array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if it "
+            "contains a single sample."
         )
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"{name!r}{where} is empty: shape {tuple(shape)} (need at least 1 sample and 1 feature).")
+    if shape[0] == 0:
+        raise ValueError(f"{name!r} is empty: found array with 0 sample(s) (shape={tuple(shape)}) while a "
+                         f"minimum of 1 is required{by}.")
+    if shape[1] == 0:
+        raise ValueError(f"{name!r} is empty: found array with 0 feature(s) (shape={tuple(shape)}) while a "
+                         f"minimum of 1 is required{by}.")
     kind = getattr(X.dtype, "kind", "O")
+    if kind == "c":
+        raise ValueError(f"Complex data not supported: {name!r}{where} has dtype {X.dtype}.")
     if kind not in "biuf":
         raise ValueError(f"{name!r}{where} must be numeric, got dtype {X.dtype}.")
     target = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float64)

@@ -33,6 +33,7 @@ def load_svmlight(path, n_features=None, dtype=np.float64):
     Returns
     -------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        Sorted int32 indices (int64 only when the matrix is too large for int32).
     y : ndarray of shape (n_samples,)
         The labels exactly as read (float64; e.g. -1/+1, 0/1 or 1/2 as the file has them). Estimators
         map any two or more distinct labels onto classes themselves, so no relabelling happens here.
@@ -50,6 +51,10 @@ def load_svmlight(path, n_features=None, dtype=np.float64):
             X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
     X = X.tocsr()
     X.sort_indices()
+    if X.nnz < 2**31 and max(X.shape) < 2**31:
+        # int32 indices: what LIBLINEAR-backed scikit-learn estimators and cuSPARSE expect
+        X.indices = X.indices.astype("int32", copy=False)
+        X.indptr = X.indptr.astype("int32", copy=False)
     return X, y
 
 

@@ -17,17 +17,26 @@ CPU = get_backend("cpu")
     (np.array([[1.0, np.inf]]), "infinity"),
     (sp.csr_matrix(np.array([[0.0, np.nan]])), "NaN"),
     ([[1.0, 2.0], [3.0]], "ragged"),
-    (np.zeros((0, 3)), "empty"),
-    (np.zeros((3, 0)), "empty"),
-    (np.zeros(3), "2-d"),
-    (np.float64(1.0), "2-d"),
+    (np.zeros((0, 3)), "0 sample\\(s\\)"),
+    (np.zeros((3, 0)), "0 feature\\(s\\)"),
+    (np.zeros(3), "Expected 2D array, got 1D array"),
+    (np.float64(1.0), "Expected 2D array, got scalar array"),
     (np.array([["a", "b"]]), "numeric"),
-    (None, "2-d"),
+    (np.array([[1 + 2j]]), "Complex data not supported"),
+    (np.array([[1.0, "x"]], dtype=object), "non-numeric"),
+    (None, "Expected 2D array"),
 ])
 def test_check_X_rejects(X, match):
     with pytest.raises(ValueError, match=match) as exc:
         check_X(X, CPU, owner="SVC")
     assert "'X'" in str(exc.value)
+
+
+def test_check_X_object_arrays():
+    X = check_X(np.array([[1, 2.5]], dtype=object), CPU)
+    assert X.dtype == np.float64
+    with pytest.raises(TypeError, match="argument must be a string.* number"):
+        check_X(np.array([[1.0, {"a": 1}]], dtype=object), CPU)
 
 
 def test_check_X_keeps_float32_and_converts_others():
