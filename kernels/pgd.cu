@@ -94,7 +94,11 @@ __global__ void alfpgm_subproblem(const T* __restrict__ Q, int nb, const double*
     const double ct = own ? lin[t] : 0.0;
 
     // ---- step size from power iterations on Q ------------------------------------------------
-    if (own) w[t] = 1.0 / sqrt((double)nb);
+    // start vector v_t = 1 + sin(t + 1) / 2, normalized (not constant: see pgd.py)
+    double v0 = own ? 1.0 + 0.5 * sin((double)t + 1.0) : 0.0;
+    double v0n = sqrt(pgd_block_reduce(v0 * v0, 0, red));
+    if (own) w[t] = v0 / v0n;
+    const double dmax = pgd_block_reduce(own ? (double)Q[(long long)t * nb + t] : 0.0, 1, red);
     __syncthreads();
     double est = 0.0;
     for (int it = 0; it < n_power; ++it) {
@@ -105,7 +109,7 @@ __global__ void alfpgm_subproblem(const T* __restrict__ Q, int nb, const double*
         if (own) w[t] = qv / nrm;  // all reads of w happened before the reduction's barriers
         __syncthreads();
     }
-    double lip = safety * est + mu * (double)nb;
+    double lip = fmax(safety * est, dmax) + mu * (double)nb;
     if (!(lip > 0.0)) lip = 1.0;
     const double inv_l = 1.0 / lip;
 

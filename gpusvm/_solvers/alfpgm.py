@@ -38,8 +38,11 @@ Details the paper leaves open, and what we chose (documented here so they can be
 * The limiter counters are reset (all variables allowed again) when fewer than ``max(1, p // 2)``
   pairs can be formed while some variables are excluded; "never more than ``max_alpha_opt`` times" hence
   holds between resets. Without the reset a long run excludes ever more variables and stalls.
-* ``lambda`` starts at ``-(m + M) / 2`` (``m = max_{I_up} q``, ``M = min_{I_low} q``: at the optimum the
-  multiplier of the equality is LIBSVM's ``rho``) and is carried from one subproblem to the next.
+* ``lambda`` is carried from one subproblem to the next when that subproblem's outer loop converged;
+  otherwise (and in the first round) it starts at ``-(m_B + M_B) / 2`` with ``m_B = max q`` over
+  ``I_up ∩ B`` and ``M_B = min q`` over ``I_low ∩ B`` (at the optimum the multiplier of the equality is
+  LIBSVM's ``rho``, ``-q`` of every free variable). A multiplier left far off by a failed subproblem
+  would otherwise make the next outer loops crawl (``lambda`` moves by ``mu |g|`` per outer step).
 * The subproblem tolerance is ``eps = 0.1 * gap`` of the current round when ``inner_tol`` is None (a
   loose solve far from the optimum, a tight one near it: the next round re-selects anyway); a given
   ``inner_tol`` is used as is but never above ``0.25 * gap``, so that the WSS2 pair always moves.
@@ -238,8 +241,6 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
             break
         if rounds >= limit:
             break
-        if lam is None:
-            lam = xp.reshape(-(m_top + m_low) / 2.0, (1,)).astype(f64)
 
         # ---- the WSS2 pair (always in the working set) --------------------------------------
         row = cache.rows(i_star.reshape(1))[0].astype(f64)
@@ -292,9 +293,17 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         aB = alpha[B]
         CB = C[B]
         eps = 0.1 * gap if inner_tol is None else min(inner_tol, 0.25 * gap)
+        # multiplier: the last subproblem's when its outer loop converged, else the midpoint of the
+        # working set's violation range (at the optimum lambda = rho = -q of the free variables)
+        upB, lowB = up[B], low[B]
+        qB = q[B]
+        mid = -(xp.max(xp.where(upB, qB, neg_inf)) + xp.min(xp.where(lowB, qB, pos_inf))) / 2.0
+        mid = xp.reshape(mid, (1,)).astype(f64)
+        lam = mid if lam is None else xp.where(lam_ok, lam, mid)
         d = be.alfpgm_subproblem(Q, G[B], yB, -aB, CB - aB, lam, stats, sub_info, mu=mu, eps=eps,
                                  max_inner=max_inner_iter, max_outer=max_outer_iter, check_every=check_every,
                                  restart=bool(fpgm_restart))
+        lam_ok = xp.maximum(sub_info[0], sub_info[1]) < eps
         a_new = xp.clip(aB + d, 0.0, CB)
         delta = a_new - aB
         alpha[B] = a_new

@@ -30,9 +30,12 @@ The subproblem algorithm (identical in both versions; the GPU test compares them
 With ``g(d) = y^T d`` and the augmented Lagrangian ``L_mu(d, lam) = 1/2 d^T Q d + lin^T d - lam g(d)
 + mu/2 g(d)^2``, whose gradient is ``Q d + lin + y (mu g(d) - lam)``:
 
-1. ``Lip = safety * lambda_1(Q) + mu * nb``: ``lambda_1`` from ``n_power`` power iterations started at
-   the constant vector (an estimate from below, hence the safety factor, 1.05 by default), and
-   ``mu * nb = mu * ||y||^2``, the largest eigenvalue of the penalty's Hessian ``mu y y^T``. (The issue
+1. ``Lip = max(safety * lambda_1(Q), max_t Q_tt) + mu * nb``: ``lambda_1`` from ``n_power`` power
+   iterations started at ``v_t = 1 + sin(t + 1) / 2`` (normalized; not the constant vector, which is
+   orthogonal to the top eigenvector when the working set holds duplicate points with opposite labels),
+   an estimate from below, hence the safety factor (1.05 by default) and the floor ``max_t Q_tt``
+   (itself a lower bound of ``lambda_1``); ``mu * nb = mu * ||y||^2`` is the largest eigenvalue of the
+   penalty's Hessian ``mu y y^T``. (The issue
    and the paper write this term as ``p mu`` with ``p`` the number of working-set variables.)
 2. Outer loop (augmented Lagrangian), at most ``max_outer`` times: run the inner loop from the current
    ``d``; then ``lam <- lam - mu g(d)``; stop when ``max(nu, |g(d)|) < eps``.
@@ -64,168 +67,157 @@ Counters (added to ``stats``, int64[4]): inner steps, outer iterations, inner lo
 
 from __future__ import annotations
 
+import math
+
+import numba
+import numpy as np
+
 from ..base import register_op
 
 MAX_NB = 1024  # one CUDA thread per working-set variable, one thread block
 POWER_SAFETY = 1.05
 BISECTION_STEPS = 100
 
-_NB = None
 
-
-def _numba_impl():
-    """Compile (once, cached on disk) the Numba twins; imported lazily to keep numba off import gpusvm."""
-    global _NB
-    if _NB is not None:
-        return _NB
-    import math
-
-    import numba
-    import numpy as np
-
-    @numba.njit(cache=True)
-    def _matvec(Q, v, out):
-        # out = Q v with Q symmetric, read column-wise as the CUDA kernel does (same summation order)
-        nb = v.shape[0]
+@numba.njit(cache=True)
+def _matvec(Q, v, out):
+    # out = Q v with Q symmetric, read column-wise as the CUDA kernel does (same summation order)
+    nb = v.shape[0]
+    for t in range(nb):
+        out[t] = 0.0
+    for j in range(nb):
+        vj = v[j]
         for t in range(nb):
-            out[t] = 0.0
-        for j in range(nb):
-            vj = v[j]
-            for t in range(nb):
-                out[t] += np.float64(Q[j, t]) * vj
-        return out
+            out[t] += np.float64(Q[j, t]) * vj
+    return out
 
-    @numba.njit(cache=True)
-    def _ydot(y, v):
+
+@numba.njit(cache=True)
+def _ydot(y, v):
+    s = 0.0
+    for t in range(v.shape[0]):
+        s += y[t] * v[t]
+    return s
+
+
+@numba.njit(cache=True)
+def _nu(Q, lin, y, lo, hi, x, lam, mu, w):
+    # largest violation of the box optimality conditions of L_mu(., lam) at x; also returns g(x)
+    _matvec(Q, x, w)
+    gx = _ydot(y, x)
+    shift = mu * gx - lam
+    nu = 0.0
+    for t in range(x.shape[0]):
+        gr = w[t] + lin[t] + y[t] * shift
+        if x[t] <= lo[t]:
+            v = -gr if gr < 0.0 else 0.0
+        elif x[t] >= hi[t]:
+            v = gr if gr > 0.0 else 0.0
+        else:
+            v = abs(gr)
+        if v > nu:
+            nu = v
+    return nu, gx
+
+
+@numba.njit(cache=True)
+def subproblem_nb(Q, lin, y, lo, hi, lam0, mu, eps, max_inner, max_outer, check_every, n_power,
+                  safety, restart, stats, info):
+    nb = lin.shape[0]
+    w = np.empty(nb)
+    v = np.empty(nb)
+    # ---- step size from power iterations on Q ---------------------------------------------
+    s = 0.0
+    for t in range(nb):
+        v[t] = 1.0 + 0.5 * math.sin(t + 1.0)
+        s += v[t] * v[t]
+    s = math.sqrt(s)
+    for t in range(nb):
+        v[t] /= s
+    est = 0.0
+    dmax = 0.0
+    for t in range(nb):
+        dmax = max(dmax, np.float64(Q[t, t]))
+    for _ in range(n_power):
+        _matvec(Q, v, w)
         s = 0.0
-        for t in range(v.shape[0]):
-            s += y[t] * v[t]
-        return s
-
-    @numba.njit(cache=True)
-    def _nu(Q, lin, y, lo, hi, x, lam, mu, w):
-        # largest violation of the box optimality conditions of L_mu(., lam) at x; also returns g(x)
-        _matvec(Q, x, w)
-        gx = _ydot(y, x)
-        shift = mu * gx - lam
-        nu = 0.0
-        for t in range(x.shape[0]):
-            gr = w[t] + lin[t] + y[t] * shift
-            if x[t] <= lo[t]:
-                v = -gr if gr < 0.0 else 0.0
-            elif x[t] >= hi[t]:
-                v = gr if gr > 0.0 else 0.0
-            else:
-                v = abs(gr)
-            if v > nu:
-                nu = v
-        return nu, gx
-
-    @numba.njit(cache=True)
-    def subproblem_nb(Q, lin, y, lo, hi, lam0, mu, eps, max_inner, max_outer, check_every, n_power,
-                      safety, restart, stats, info):
-        nb = lin.shape[0]
-        w = np.empty(nb)
-        v = np.empty(nb)
-        # ---- step size from power iterations on Q ---------------------------------------------
         for t in range(nb):
-            v[t] = 1.0 / math.sqrt(nb)
-        est = 0.0
-        for _ in range(n_power):
-            _matvec(Q, v, w)
-            s = 0.0
-            for t in range(nb):
-                s += w[t] * w[t]
-            nrm = math.sqrt(s)
-            if not (nrm > 0.0):
-                break
-            est = nrm
-            for t in range(nb):
-                v[t] = w[t] / nrm
-        lip = safety * est + mu * nb
-        if not (lip > 0.0):
-            lip = 1.0
-        inv_l = 1.0 / lip
-        # ---- augmented Lagrangian outer loop, FPGM inner loop ---------------------------------
-        x = np.zeros(nb)
-        xp_ = np.zeros(nb)
-        z = np.zeros(nb)
-        lam = lam0
-        nu = np.inf
-        gx = 0.0
-        n_inner = 0
-        n_outer = 0
-        inner_fail = 0
-        outer_ok = False
-        for _outer in range(max_outer):
-            n_outer += 1
-            for t in range(nb):
-                xp_[t] = x[t]
-                z[t] = x[t]
-            tk = 1.0
-            k = 0
-            while k < max_inner:
-                k += 1
-                _matvec(Q, z, w)
-                shift = mu * _ydot(y, z) - lam
-                rs = 0.0
-                for t in range(nb):
-                    gr = w[t] + lin[t] + y[t] * shift
-                    xn = z[t] - inv_l * gr
-                    if xn < lo[t]:
-                        xn = lo[t]
-                    elif xn > hi[t]:
-                        xn = hi[t]
-                    rs += (z[t] - xn) * (xn - xp_[t])
-                    v[t] = xn
-                if restart and rs > 0.0:
-                    tk = 1.0  # adaptive restart: the momentum points uphill
-                tn = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tk * tk))
-                beta = (tk - 1.0) / tn
-                tk = tn
-                for t in range(nb):
-                    xn = v[t]
-                    z[t] = xn + beta * (xn - xp_[t])
-                    xp_[t] = xn
-                if k % check_every == 0 or k == max_inner:
-                    nu, gx = _nu(Q, lin, y, lo, hi, xp_, lam, mu, w)
-                    if nu < eps:
-                        break
-            n_inner += k
-            if not (nu < eps):
-                inner_fail += 1
-            for t in range(nb):
-                x[t] = xp_[t]
-            lam = lam - mu * gx
-            if max(nu, abs(gx)) < eps:
-                outer_ok = True
-                break
-        # ---- projection onto {y^T d = 0} within the box, moving the free variables only ---------
-        big = 0.0
+            s += w[t] * w[t]
+        nrm = math.sqrt(s)
+        if not (nrm > 0.0):
+            break
+        est = nrm
         for t in range(nb):
-            c = abs(x[t]) + max(abs(lo[t]), abs(hi[t]))
-            if c > big:
-                big = c
-        d = np.empty(nb)
-        for sweep in range(2):  # sweep 0: free variables only; sweep 1 (fallback): all variables
-            a = -big - 1.0
-            b = big + 1.0
-            for _ in range(BISECTION_STEPS):
-                s = 0.5 * (a + b)
-                phi = 0.0
-                for t in range(nb):
-                    u = x[t]
-                    if sweep == 1 or (lo[t] < u and u < hi[t]):
-                        u = u - s * y[t]
-                        if u < lo[t]:
-                            u = lo[t]
-                        elif u > hi[t]:
-                            u = hi[t]
-                    phi += y[t] * u
-                if phi > 0.0:
-                    a = s
-                else:
-                    b = s
+            v[t] = w[t] / nrm
+    lip = max(safety * est, dmax) + mu * nb
+    if not (lip > 0.0):
+        lip = 1.0
+    inv_l = 1.0 / lip
+    # ---- augmented Lagrangian outer loop, FPGM inner loop ---------------------------------
+    x = np.zeros(nb)
+    xp_ = np.zeros(nb)
+    z = np.zeros(nb)
+    lam = lam0
+    nu = np.inf
+    gx = 0.0
+    n_inner = 0
+    n_outer = 0
+    inner_fail = 0
+    outer_ok = False
+    for _outer in range(max_outer):
+        n_outer += 1
+        for t in range(nb):
+            xp_[t] = x[t]
+            z[t] = x[t]
+        tk = 1.0
+        k = 0
+        while k < max_inner:
+            k += 1
+            _matvec(Q, z, w)
+            shift = mu * _ydot(y, z) - lam
+            rs = 0.0
+            for t in range(nb):
+                gr = w[t] + lin[t] + y[t] * shift
+                xn = z[t] - inv_l * gr
+                if xn < lo[t]:
+                    xn = lo[t]
+                elif xn > hi[t]:
+                    xn = hi[t]
+                rs += (z[t] - xn) * (xn - xp_[t])
+                v[t] = xn
+            if restart and rs > 0.0:
+                tk = 1.0  # adaptive restart: the momentum points uphill
+            tn = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tk * tk))
+            beta = (tk - 1.0) / tn
+            tk = tn
+            for t in range(nb):
+                xn = v[t]
+                z[t] = xn + beta * (xn - xp_[t])
+                xp_[t] = xn
+            if k % check_every == 0 or k == max_inner:
+                nu, gx = _nu(Q, lin, y, lo, hi, xp_, lam, mu, w)
+                if nu < eps:
+                    break
+        n_inner += k
+        if not (nu < eps):
+            inner_fail += 1
+        for t in range(nb):
+            x[t] = xp_[t]
+        lam = lam - mu * gx
+        if max(nu, abs(gx)) < eps:
+            outer_ok = True
+            break
+    # ---- projection onto {y^T d = 0} within the box, moving the free variables only ---------
+    big = 0.0
+    for t in range(nb):
+        c = abs(x[t]) + max(abs(lo[t]), abs(hi[t]))
+        if c > big:
+            big = c
+    d = np.empty(nb)
+    for sweep in range(2):  # sweep 0: free variables only; sweep 1 (fallback): all variables
+        a = -big - 1.0
+        b = big + 1.0
+        for _ in range(BISECTION_STEPS):
             s = 0.5 * (a + b)
             phi = 0.0
             for t in range(nb):
@@ -236,40 +228,57 @@ def _numba_impl():
                         u = lo[t]
                     elif u > hi[t]:
                         u = hi[t]
-                d[t] = u
                 phi += y[t] * u
-            if abs(phi) <= 1e-12 * (1.0 + big):
-                break
-        stats[0] += n_inner
-        stats[1] += n_outer
-        stats[2] += inner_fail
-        stats[3] += 0 if outer_ok else 1
-        info[0] = nu
-        info[1] = abs(gx)
-        info[2] = lip
-        return d, lam
+            if phi > 0.0:
+                a = s
+            else:
+                b = s
+        s = 0.5 * (a + b)
+        phi = 0.0
+        for t in range(nb):
+            u = x[t]
+            if sweep == 1 or (lo[t] < u and u < hi[t]):
+                u = u - s * y[t]
+                if u < lo[t]:
+                    u = lo[t]
+                elif u > hi[t]:
+                    u = hi[t]
+            d[t] = u
+            phi += y[t] * u
+        if abs(phi) <= 1e-12 * (1.0 + big):
+            break
+    stats[0] += n_inner
+    stats[1] += n_outer
+    stats[2] += inner_fail
+    stats[3] += 0 if outer_ok else 1
+    info[0] = nu
+    info[1] = abs(gx)
+    info[2] = lip
+    return d, lam
 
-    @numba.njit(cache=True)
-    def pwss_assign_nb(S):
-        p, m = S.shape
-        used = np.zeros(m, np.bool_)
-        out = np.full(p, -1, np.int64)
-        for k in range(p):
-            best = np.inf
-            bj = -1
-            for c in range(m):
-                if not used[c]:
-                    v = S[k, c]
-                    if v < best:
-                        best = v
-                        bj = c
-            if bj >= 0:
-                out[k] = bj
-                used[bj] = True
-        return out
 
-    _NB = (subproblem_nb, pwss_assign_nb)
-    return _NB
+@numba.njit(cache=True)
+def pwss_assign_nb(S):
+    p, m = S.shape
+    used = np.zeros(m, np.bool_)
+    out = np.full(p, -1, np.int64)
+    for k in range(p):
+        best = np.inf
+        bj = -1
+        for c in range(m):
+            if not used[c]:
+                v = S[k, c]
+                if v < best:
+                    best = v
+                    bj = c
+        if bj >= 0:
+            out[k] = bj
+            used[bj] = True
+    return out
+
+
+def _numba_impl():
+    return subproblem_nb, pwss_assign_nb
 
 
 def _threads_for(nb):

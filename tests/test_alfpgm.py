@@ -1,0 +1,374 @@
+"""ALFPGM with pWSS (issue 4): the fused ops against plain references, the solver against LIBSVM.
+
+Correctness is judged on the dual objective and the decision values of scikit-learn's SVC (LIBSVM) on
+2,000-row subsets of the LIBSVM data sets, and on the optimality conditions of the subproblem; GPU
+tests compare the CUDA kernels with their CPU twins and skip without a device.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.svm import SVC as SkSVC
+
+from conftest import load_subset
+from gpusvm import GramSpec, get_backend
+from gpusvm._solvers import binary_solvers, get_binary_solver
+from gpusvm._solvers.alfpgm import OPTIONS, solve_alfpgm
+
+CPU = get_backend("cpu")
+
+# the hyperparameters of the SMO issue
+DATASETS = {
+    "a9a": ("a9a.xz", 32.0, 0.008),
+    "ijcnn1": ("ijcnn1.xz", 32.0, 2.0),
+    "w8a": ("w8a.xz", 8.0, 0.03),
+    "phishing": ("phishing.xz", 8.0, 8.0),
+}
+
+
+def _pm1(y):
+    return np.where(y > np.min(y), 1.0, -1.0)
+
+
+def _dual(alpha, y, K):
+    a = alpha * y
+    return float(alpha.sum() - 0.5 * a @ K @ a)
+
+
+def _sk_alpha(sk, n):
+    dc = sk.dual_coef_
+    dc = dc.toarray() if hasattr(dc, "toarray") else np.asarray(dc)
+    a = np.zeros(n)
+    a[sk.support_] = np.abs(dc[0])
+    return a
+
+
+def _solve(be, X, y, C, gamma, **kw):
+    kw.setdefault("tol", 1e-3)
+    kw.setdefault("max_iter", -1)
+    kw.setdefault("cache_bytes", 2**28)
+    n = X.shape[0]
+    Cv = np.full(n, float(C)) if np.isscalar(C) else np.asarray(C, dtype=np.float64)
+    r = solve_alfpgm(be, be.asarray(X), be.asarray(y), GramSpec("rbf", gamma), be.asarray(Cv), **kw)
+    return r, be.to_host(r.alpha)
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    """A 300-point RBF problem with labels from a noisy rule (fast, no data files)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=300) > 0.5, 1.0, -1.0)
+    return X, y
+
+
+# ---- fused ops -----------------------------------------------------------------------------------
+
+def _step_ref(z, g, xp_, lo, hi, inv_L, beta):
+    x = np.minimum(np.maximum(z - inv_L * g, lo), hi)
+    return x, x + beta * (x - xp_)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_box_momentum_step_cpu_matches_formula(dtype):
+    rng = np.random.default_rng(0)
+    m = 1001
+    z, g, xp_ = (rng.normal(size=m).astype(dtype) for _ in range(3))
+    lo = -rng.random(m).astype(dtype)
+    hi = rng.random(m).astype(dtype)
+    x_ref, z_ref = _step_ref(z, g, xp_, lo, hi, dtype(0.3), dtype(0.7))
+    x, zn = CPU.box_momentum_step(z.copy(), g, xp_, lo, hi, 0.3, 0.7)
+    np.testing.assert_allclose(x, x_ref, rtol=1e-6)
+    np.testing.assert_allclose(zn, z_ref, rtol=1e-5, atol=1e-6)
+    assert np.all(x >= lo) and np.all(x <= hi)
+    # outputs written in place over z (the iteration's buffers are reused)
+    zz = z.copy()
+    out_x = np.empty_like(z)
+    x2, z2 = CPU.box_momentum_step(zz, g, xp_, lo, hi, 0.3, 0.7, out_x=out_x, out_z=zz)
+    assert x2 is out_x and z2 is zz
+    np.testing.assert_allclose(z2, z_ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_box_momentum_step_gpu_matches_cpu(gpu_backend, dtype):
+    rng = np.random.default_rng(1)
+    m = 70_001
+    arrs = [rng.normal(size=m).astype(dtype) for _ in range(3)]
+    lo = -rng.random(m).astype(dtype)
+    hi = rng.random(m).astype(dtype)
+    x_c, z_c = CPU.box_momentum_step(*arrs, lo, hi, 0.25, 0.6)
+    x_g, z_g = gpu_backend.box_momentum_step(*(gpu_backend.asarray(a) for a in (*arrs, lo, hi)), 0.25, 0.6)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(gpu_backend.to_host(x_g), x_c, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gpu_backend.to_host(z_g), z_c, rtol=tol, atol=tol)
+
+
+def _assign_ref(S):
+    used = set()
+    out = []
+    for row in S:
+        best, bj = np.inf, -1
+        for c, v in enumerate(row):
+            if c not in used and v < best:
+                best, bj = v, c
+        out.append(bj)
+        if bj >= 0:
+            used.add(bj)
+    return np.array(out)
+
+
+def _score_matrix(seed, p=37, m=120):
+    rng = np.random.default_rng(seed)
+    S = -rng.random((p, m)).round(2)  # rounding makes ties
+    S[rng.random((p, m)) < 0.3] = np.inf
+    S[5] = np.inf  # a row with no admissible column
+    return S
+
+
+def test_pwss_assign_cpu_greedy_unique():
+    for seed in range(4):
+        S = _score_matrix(seed)
+        got = CPU.pwss_assign(S)
+        np.testing.assert_array_equal(got, _assign_ref(S))
+        taken = got[got >= 0]
+        assert len(set(taken.tolist())) == taken.size  # each column once
+        assert got[5] == -1
+    # more rows than columns: the rows left over get -1
+    got = CPU.pwss_assign(-np.ones((6, 3)))
+    np.testing.assert_array_equal(got, [0, 1, 2, -1, -1, -1])
+
+
+@pytest.mark.gpu
+def test_pwss_assign_gpu_matches_cpu(gpu_backend):
+    for seed in range(4):
+        S = _score_matrix(seed, p=64, m=5000)
+        np.testing.assert_array_equal(gpu_backend.to_host(gpu_backend.pwss_assign(gpu_backend.asarray(S))),
+                                      CPU.pwss_assign(S))
+
+
+def _subproblem_data(seed, nb=40, gamma=0.5, C=4.0):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(nb, 3))
+    y = np.where(rng.random(nb) < 0.5, 1.0, -1.0)
+    Q = (y[:, None] * y[None, :]) * rbf_kernel(Z, Z, gamma=gamma)
+    alpha = np.where(rng.random(nb) < 0.3, 0.0, rng.random(nb) * C)
+    alpha[rng.random(nb) < 0.2] = C
+    lin = rng.normal(size=nb)
+    return Q, lin, y, -alpha, C - alpha
+
+
+def _box_kkt(Q, lin, y, lo, hi, d, lam):
+    g = Q @ d + lin - lam * y
+    at_lo, at_hi = d <= lo, d >= hi
+    viol = np.where(at_lo, np.maximum(-g, 0), np.where(at_hi, np.maximum(g, 0), np.abs(g)))
+    return viol.max()
+
+
+def test_subproblem_cpu_solves_the_qp():
+    from scipy.optimize import minimize
+
+    for seed in range(3):
+        Q, lin, y, lo, hi = _subproblem_data(seed)
+        lam = np.array([0.0])
+        stats = np.zeros(4, np.int64)
+        info = np.zeros(3)
+        d = CPU.alfpgm_subproblem(Q, lin, y, lo, hi, lam, stats, info, mu=0.1, eps=1e-7, max_inner=20000,
+                                  max_outer=500)
+        assert np.all(d >= lo) and np.all(d <= hi)
+        assert abs(y @ d) < 1e-12
+        assert stats[2] == 0 and stats[3] == 0 and stats[0] > 0 and stats[1] >= 1
+        # optimality of the equality-and-box constrained QP, with the returned multiplier
+        assert _box_kkt(Q, lin, y, lo, hi, d, lam[0]) < 1e-5
+        # the objective agrees with a general-purpose solver's
+        f = lambda v: 0.5 * v @ Q @ v + lin @ v  # noqa: E731
+        ref = minimize(f, np.zeros_like(lin), jac=lambda v: Q @ v + lin, method="SLSQP",
+                       bounds=list(zip(lo, hi)), constraints=[{"type": "eq", "fun": lambda v: y @ v,
+                                                              "jac": lambda v: y}],
+                       options={"ftol": 1e-14, "maxiter": 1000})
+        assert f(d) <= ref.fun + 1e-7 * (1 + abs(ref.fun))
+
+
+def test_subproblem_keeps_bounded_variables_on_their_bounds():
+    # a loose solve leaves |y^T x| up to eps; the projection must not move variables off their bounds
+    Q, lin, y, lo, hi = _subproblem_data(7)
+    lam, stats, info = np.array([0.0]), np.zeros(4, np.int64), np.zeros(3)
+    d = CPU.alfpgm_subproblem(Q, lin, y, lo, hi, lam, stats, info, mu=0.1, eps=1e-2, max_inner=2000,
+                              max_outer=100)
+    assert abs(y @ d) < 1e-12
+    on_bound = (d == lo) | (d == hi)
+    strictly_near = (np.minimum(d - lo, hi - d) < 1e-6) & ~on_bound
+    assert on_bound.any() and not strictly_near.any()
+
+
+def test_subproblem_duplicate_points_with_opposite_labels():
+    # Q = [[1, -1], [-1, 1]]: the constant start vector of a power iteration is orthogonal to its top
+    # eigenvector; an underestimated Lipschitz constant made FPGM diverge here once
+    Q = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    lin = np.array([-1.96855, -0.03145])
+    y = np.array([1.0, -1.0])
+    lam, stats, info = np.array([0.0]), np.zeros(4, np.int64), np.zeros(3)
+    d = CPU.alfpgm_subproblem(Q, lin, y, np.zeros(2), np.full(2, 8.0), lam, stats, info, mu=0.1, eps=1e-6,
+                              max_inner=2000, max_outer=100)
+    assert stats[2] == 0 and stats[3] == 0 and info[2] >= 2.0
+    assert abs(y @ d) < 1e-12 and _box_kkt(Q, lin, y, np.zeros(2), np.full(2, 8.0), d, lam[0]) < 1e-5
+
+
+def test_subproblem_counts_iteration_limits():
+    Q, lin, y, lo, hi = _subproblem_data(1)
+    lam, stats, info = np.array([0.0]), np.zeros(4, np.int64), np.zeros(3)
+    d = CPU.alfpgm_subproblem(Q, lin, y, lo, hi, lam, stats, info, mu=0.1, eps=1e-10, max_inner=3,
+                              max_outer=2)
+    assert stats[0] == 6 and stats[1] == 2 and stats[2] == 2 and stats[3] == 1
+    assert info[0] >= 1e-10 and info[2] > 0
+    assert np.all(d >= lo) and np.all(d <= hi) and abs(y @ d) < 1e-12  # still feasible
+
+
+@pytest.mark.gpu
+def test_subproblem_gpu_matches_cpu(gpu_backend):
+    for seed in range(3):
+        Q, lin, y, lo, hi = _subproblem_data(seed, nb=200)
+        res = []
+        for be in (CPU, gpu_backend):
+            lam = be.asarray(np.array([0.1]))
+            stats = be.asarray(np.zeros(4, np.int64))
+            info = be.asarray(np.zeros(3))
+            d = be.alfpgm_subproblem(*(be.asarray(a) for a in (Q, lin, y, lo, hi)), lam, stats, info,
+                                     mu=0.1, eps=1e-8, max_inner=20000, max_outer=500)
+            res.append((be.to_host(d), float(be.to_host(lam)[0]), be.to_host(stats)))
+        (d_c, l_c, s_c), (d_g, l_g, s_g) = res
+        assert np.all(d_g >= lo) and np.all(d_g <= hi) and abs(y @ d_g) < 1e-11
+        np.testing.assert_allclose(d_g, d_c, atol=1e-6)
+        assert abs(l_g - l_c) < 1e-5
+        assert s_g[2] == 0 and s_g[3] == 0
+
+
+# ---- the solver ------------------------------------------------------------------------------------
+
+def test_registered_with_the_svc_options():
+    assert binary_solvers()["alfpgm"] == OPTIONS
+    assert OPTIONS == ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_alpha_opt",
+                       "min_alpha_check")
+    assert get_binary_solver("alfpgm")[0] is solve_alfpgm
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_objective_and_decisions_match_libsvm(data_dir, name, backend):
+    fname, C, gamma = DATASETS[name]
+    X, y = load_subset(data_dir, fname, 2500, seed=1)
+    y = _pm1(y)
+    Xtr, ytr, Xte = X[:2000], y[:2000], X[2000:]
+    sk = SkSVC(C=C, gamma=gamma, tol=1e-3, cache_size=500).fit(Xtr, ytr)
+    K = rbf_kernel(Xtr, Xtr, gamma=gamma)
+    d_ref = _dual(_sk_alpha(sk, 2000), ytr, K)
+    r, alpha = _solve(backend, Xtr, ytr, C, gamma)
+    assert r.converged and r.info["gap"] <= 1e-3
+    d_ours = _dual(alpha, ytr, K)
+    assert abs(d_ours - d_ref) <= 1e-3 * abs(d_ref)
+    assert abs(r.objective - d_ours) <= 1e-4 * abs(d_ref)  # its own objective (float32 rows)
+    assert np.all(alpha >= 0) and np.all(alpha <= C) and abs(alpha @ ytr) < 1e-8
+    f_ours = rbf_kernel(Xte, Xtr, gamma=gamma) @ (alpha * ytr) + r.b
+    f_ref = sk.decision_function(Xte)
+    scale = max(1.0, np.abs(f_ref).max())
+    assert np.max(np.abs(f_ours - f_ref)) <= 0.05 * scale
+
+
+@pytest.mark.data
+def test_limiter_and_candidate_options_reach_the_same_optimum(data_dir):
+    X, y = load_subset(data_dir, "w8a.xz", 1500, seed=2)
+    y = _pm1(y)
+    K = rbf_kernel(X, X, gamma=0.03)
+    objs = []
+    for kw in ({}, {"n_pairs": 1}, {"n_pairs": 200, "min_alpha_check": 50},
+               {"delta_alpha": 0.0, "min_alpha_opt": 10**6, "max_alpha_opt": 10**6},
+               {"min_alpha_opt": 1, "max_alpha_opt": 1}, {"inner_tol": 1e-5, "mu": 1.0},
+               {"fpgm_restart": True, "gram_dtype": "float64"}):
+        with warnings.catch_warnings():
+            # the tight inner_tol case may hit max_inner_iter (it says so); the global stop still holds
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            r, alpha = _solve(CPU, X, y, 8.0, 0.03, **kw)
+        assert r.converged, kw
+        objs.append(_dual(alpha, y, K))
+    assert max(objs) - min(objs) <= 1e-4 * abs(objs[0])
+
+
+def test_sample_weights_and_warm_start(small_problem):
+    X, y = small_problem
+    w = np.random.default_rng(5).uniform(0.2, 3.0, size=len(y))
+    C = 2.0
+    sk = SkSVC(C=C, gamma=0.4, tol=1e-4).fit(X, y, sample_weight=w)
+    K = rbf_kernel(X, X, gamma=0.4)
+    d_ref = _dual(_sk_alpha(sk, len(y)), y, K)
+    r, alpha = _solve(CPU, X, y, C * w, 0.4, tol=1e-4, n_pairs=8)
+    assert r.converged and np.all(alpha <= C * w + 1e-12)
+    assert abs(_dual(alpha, y, K) - d_ref) <= 1e-4 * abs(d_ref)
+    # warm start from a truncated run ends at the same optimum
+    r0, a0 = _solve(CPU, X, y, C * w, 0.4, tol=1e-4, n_pairs=8, max_iter=2)
+    assert not r0.converged and r0.n_iter == 2
+    r1, a1 = _solve(CPU, X, y, C * w, 0.4, tol=1e-4, n_pairs=8, alpha0=a0)
+    assert r1.converged
+    assert abs(_dual(a1, y, K) - d_ref) <= 1e-4 * abs(d_ref)
+
+
+def test_max_iter_stops_unconverged(small_problem):
+    X, y = small_problem
+    r, alpha = _solve(CPU, X, y, 10.0, 0.4, max_iter=1, n_pairs=4)
+    assert r.n_iter == 1 and not r.converged and r.info["gap"] > 1e-3
+    assert np.all(alpha >= 0) and abs(alpha @ y) < 1e-12
+
+
+def test_inner_and_outer_limits_warn(small_problem):
+    X, y = small_problem
+    with pytest.warns(ConvergenceWarning, match="max_inner_iter=1"):
+        r, _ = _solve(CPU, X, y, 10.0, 0.4, max_inner_iter=1, max_outer_iter=1, max_iter=5, inner_tol=1e-9)
+    assert r.info["inner_limit_hits"] > 0 and r.info["outer_limit_hits"] > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        r, _ = _solve(CPU, X, y, 10.0, 0.4)
+    assert r.converged and r.info["inner_limit_hits"] == 0 and r.info["outer_limit_hits"] == 0
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"n_pairs": 0}, "'n_pairs' parameter of SVC must be an int in the range \\[1, 512\\]"),
+    ({"n_pairs": 513}, "'n_pairs'"),
+    ({"n_pairs": 2.5}, "'n_pairs'"),
+    ({"mu": 0.0}, "'mu' parameter of SVC must be a float in the range \\(0.0, inf\\)"),
+    ({"inner_tol": -1.0}, "'inner_tol'"),
+    ({"delta_alpha": -1e-3}, "'delta_alpha'"),
+    ({"min_alpha_opt": 0}, "'min_alpha_opt'"),
+    ({"max_alpha_opt": True}, "'max_alpha_opt'"),
+    ({"min_alpha_check": 0}, "'min_alpha_check'"),
+    ({"gram_dtype": "float16"}, "'gram_dtype'"),
+])
+def test_invalid_options(small_problem, kw, match):
+    X, y = small_problem
+    with pytest.raises(ValueError, match=match):
+        _solve(CPU, X, y, 1.0, 0.4, **kw)
+
+
+# ---- through the estimator ---------------------------------------------------------------------------
+
+def _svc_or_skip():
+    if importlib.util.find_spec("gpusvm.svc") is None:
+        pytest.skip("gpusvm/svc.py (the SVC estimator) does not exist yet")
+    from gpusvm import SVC
+
+    return SVC
+
+
+@pytest.mark.data
+def test_svc_solver_alfpgm_matches_libsvm(data_dir):
+    SVC = _svc_or_skip()
+    X, y = load_subset(data_dir, "phishing.xz", 2000, seed=4)
+    est = SVC(solver="alfpgm", C=8.0, gamma=8.0, device="cpu").fit(X, y)
+    sk = SkSVC(C=8.0, gamma=8.0).fit(X, y)
+    np.testing.assert_array_equal(est.classes_, sk.classes_)
+    f_ours, f_ref = est.decision_function(X[:300]), sk.decision_function(X[:300])
+    assert np.max(np.abs(f_ours - f_ref)) <= 0.05 * max(1.0, np.abs(f_ref).max())
