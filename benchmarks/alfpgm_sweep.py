@@ -1,0 +1,113 @@
+"""Sweep of the number of pairs p of ALFPGM (as Figures 2-4 of Aregbesola and Griva): fit time and the
+number of decompositions for p in {8, 16, 32, 64, 100, 200} on a9a (C=32, gamma=0.008) and ijcnn1
+(C=32, gamma=2).
+
+The binary solver is called directly (``solve_alfpgm`` on the chosen backend) on a stratified random
+subset of ``--n`` rows (seed 0; ``--n 0`` = full size), tol=1e-3, 1 GiB Gram-row cache, float32 Gram
+values. Each point is timed once after a warm-up fit (Numba / kernel compilation), so times on a shared
+machine are noisy; the decompositions and FPGM steps are exact counts. Also recorded: the dual
+objective (float64, from the solver) and its spread over p.
+
+Usage: python benchmarks/alfpgm_sweep.py [--n 8000] [--device cpu] [--datasets a9a ijcnn1]
+Writes benchmarks/results/alfpgm_sweep_<device>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpusvm import GramSpec, get_backend  # noqa: E402
+from gpusvm.datasets import find_data_dir, load_svmlight  # noqa: E402
+from gpusvm._solvers.alfpgm import solve_alfpgm  # noqa: E402
+
+DATASETS = {"a9a": ("a9a.xz", 32.0, 0.008), "ijcnn1": ("ijcnn1.xz", 32.0, 2.0),
+            "w8a": ("w8a.xz", 8.0, 0.03), "phishing": ("phishing.xz", 8.0, 8.0)}
+PAIRS = (8, 16, 32, 64, 100, 200)
+
+
+def load(name, n, seed=0):
+    from sklearn.model_selection import train_test_split
+
+    fname, C, gamma = DATASETS[name]
+    X, y = load_svmlight(find_data_dir() / fname)
+    if n and n < X.shape[0]:
+        X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+    return X, np.where(y > y.min(), 1.0, -1.0), C, gamma
+
+
+def fit(be, X, y, C, gamma, p):
+    t = time.perf_counter()
+    r = solve_alfpgm(be, be.asarray(X), be.asarray(y), GramSpec("rbf", gamma), be.asarray(np.full(len(y), C)),
+                     tol=1e-3, max_iter=-1, cache_bytes=2**30, n_pairs=p)
+    be.sync()
+    return time.perf_counter() - t, r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=8000)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1"])
+    ap.add_argument("--pairs", nargs="+", type=int, default=list(PAIRS))
+    args = ap.parse_args()
+    be = get_backend(args.device)
+    out = {
+        "benchmark": "alfpgm_sweep", "device": args.device, "device_name": be.device_name,
+        "machine": {"processor": platform.processor(), "machine": platform.machine(), "cpu_count": os.cpu_count()},
+        "note": "one run on one machine shared with other engineers' jobs: times are noisy; counts are exact",
+        "n_rows": args.n or "full", "tol": 1e-3, "results": [],
+    }
+    res_dir = Path(__file__).resolve().parent / "results"
+    res_dir.mkdir(exist_ok=True)
+    stem = res_dir / f"alfpgm_sweep_{args.device}"
+    for name in args.datasets:
+        X, y, C, gamma = load(name, args.n)
+        fit(be, X[:500], y[:500], C, gamma, 8)  # warm-up: compilation outside the timing
+        for p in args.pairs:
+            t, r = fit(be, X, y, C, gamma, p)
+            row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma, "p": p, "time_s": t,
+                   "decompositions": r.n_iter, "fpgm_steps": r.info["inner_iters"],
+                   "outer_iters": r.info["outer_iters"], "pairs_total": r.info["pairs"],
+                   "limiter_resets": r.info["limiter_resets"], "objective": r.objective,
+                   "converged": r.converged, "gap": r.info["gap"],
+                   "inner_limit_hits": r.info["inner_limit_hits"], "outer_limit_hits": r.info["outer_limit_hits"]}
+            out["results"].append(row)
+            print(json.dumps(row), flush=True)
+            stem.with_suffix(".json").write_text(json.dumps(out, indent=1))
+    write_md(out, stem.with_suffix(".md"))
+
+
+def write_md(out, path):
+    lines = [f"# ALFPGM: sweep of the number of pairs p ({out['device']}: {out['device_name']}, "
+             f"{out['machine']['cpu_count']} CPUs)", "",
+             f"Rows: {out['n_rows']} per data set (stratified subset, seed 0), tol 1e-3, float32 Gram rows, "
+             "1 GiB cache. One timed fit per point after a warm-up. " + out["note"] + ".", "",
+             "| data set | n | p | fit time (s) | decompositions | FPGM steps | outer iters | limiter resets | "
+             "dual objective | converged |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in out["results"]:
+        lines.append(f"| {r['dataset']} | {r['n']} | {r['p']} | {r['time_s']:.2f} | {r['decompositions']} | "
+                     f"{r['fpgm_steps']} | {r['outer_iters']} | {r['limiter_resets']} | {r['objective']:.6f} | "
+                     f"{r['converged']} |")
+    lines.append("")
+    for name in dict.fromkeys(r["dataset"] for r in out["results"]):
+        rows = [r for r in out["results"] if r["dataset"] == name]
+        best = min(rows, key=lambda r: r["time_s"])
+        objs = [r["objective"] for r in rows]
+        lines.append(f"- {name}: fastest p = {best['p']} ({best['time_s']:.2f} s); slowest/fastest time ratio "
+                     f"{max(r['time_s'] for r in rows) / best['time_s']:.2f}; objective spread over p "
+                     f"{(max(objs) - min(objs)) / abs(objs[0]):.2e} (relative).")
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
