@@ -1,8 +1,12 @@
 """BudgetSVC table: multi-merge BSGD (M in {2,3,4,5,10}) at budgets of ~1%, 5%, 10% of scikit-learn
 SVC's number of support vectors, plus cascade vs gradient merging on a9a at budgets 120, 600, 1200.
 
-    PYTHONPATH=. python benchmarks/budget_table.py [--datasets a9a,w8a,...] [--devices cpu,gpu]
+    PYTHONPATH=. python benchmarks/budget_table.py [--datasets phishing,a9a,a9a-merge,...] [--devices cpu,gpu]
         [--epochs 1] [--seeds 3] [--sk-max 12000] [--tag cpu]
+    PYTHONPATH=. python benchmarks/budget_table.py --render benchmarks/results/budget_table_cpu.json
+
+"a9a-merge" in --datasets runs the cascade/gradient comparison at that point of the list. A budget the
+model never reaches at M=2 (no merges) is reported once and the other M are skipped (same model).
 
 Data (../shared/data): phishing (C=8, gamma=8), w8a (8, 0.03), a9a (32, 0.008; test a9a.t with 123
 features), ijcnn1 (32, 2; test ijcnn1.t), skin_nonskin (8, 0.03; raw 0-255 features). Without a test
