@@ -1,0 +1,130 @@
+"""Fit times of ALFPGM, SMO and scikit-learn's SVC (LIBSVM) on a9a, ijcnn1, w8a and phishing.
+
+Hyperparameters of the SMO issue: a9a (C=32, gamma=0.008), ijcnn1 (C=32, gamma=2), w8a (C=8,
+gamma=0.03), phishing (C=8, gamma=8). Each data set is a stratified random subset of ``--n`` training
+rows (seed 0; ``--n 0`` = full size). Compared, in one run on one machine:
+
+* sklearn ``SVC`` (LIBSVM, tol 1e-3, 200 MB cache, shrinking);
+* ``gpusvm.SVC(solver="alfpgm")`` (n_pairs=None: the sweep's default) on ``--device``;
+* ``gpusvm.SVC(solver="smo")`` on ``--device`` (only if the "smo" solver is registered).
+
+Each gpusvm estimator gets one warm-up fit on 500 rows first (Numba / kernel compilation). Reported:
+fit time, the ratio sklearn / gpusvm, the dual objective of every model recomputed in float64 by the
+same function (:func:`gpusvm.bench.objectives.sklearn_svc_objective`) and its relative difference from
+sklearn's, and the number of support vectors.
+
+Usage: python benchmarks/alfpgm_compare.py [--n 8000] [--device cpu]
+Writes benchmarks/results/alfpgm_compare_<device>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpusvm import get_backend  # noqa: E402
+from gpusvm._solvers import binary_solvers  # noqa: E402
+from gpusvm.bench.objectives import sklearn_svc_objective  # noqa: E402
+from gpusvm.datasets import find_data_dir, load_svmlight  # noqa: E402
+
+DATASETS = {"a9a": ("a9a.xz", 32.0, 0.008), "ijcnn1": ("ijcnn1.xz", 32.0, 2.0),
+            "w8a": ("w8a.xz", 8.0, 0.03), "phishing": ("phishing.xz", 8.0, 8.0)}
+
+
+def load(name, n, seed=0):
+    from sklearn.model_selection import train_test_split
+
+    fname, C, gamma = DATASETS[name]
+    X, y = load_svmlight(find_data_dir() / fname)
+    if n and n < X.shape[0]:
+        X, _, y, _ = train_test_split(X, y, train_size=n, stratify=y, random_state=seed)
+    X = X.tocsr()
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X, y, C, gamma
+
+
+def timed_fit(make, X, y, device):
+    est = make()
+    t = time.perf_counter()
+    est.fit(X, y)
+    if device == "gpu":
+        get_backend("gpu").sync()
+    return time.perf_counter() - t, est
+
+
+def main():
+    from sklearn.svm import SVC as SkSVC
+
+    from gpusvm.svc import SVC
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=8000)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    args = ap.parse_args()
+    be = get_backend(args.device)
+    solvers = ["alfpgm"] + (["smo"] if "smo" in binary_solvers() else [])
+    out = {
+        "benchmark": "alfpgm_compare", "device": args.device, "device_name": be.device_name,
+        "machine": {"processor": platform.processor(), "machine": platform.machine(), "cpu_count": os.cpu_count()},
+        "note": "one run on one machine shared with other engineers' jobs: times are noisy",
+        "n_rows": args.n or "full", "solvers": solvers, "results": [],
+    }
+    res_dir = Path(__file__).resolve().parent / "results"
+    res_dir.mkdir(exist_ok=True)
+    stem = res_dir / f"alfpgm_compare_{args.device}"
+    for name in args.datasets:
+        X, y, C, gamma = load(name, args.n)
+        row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma}
+        t_sk, sk = timed_fit(lambda: SkSVC(C=C, gamma=gamma), X, y, "cpu")
+        obj_sk = sklearn_svc_objective(sk, X, y)
+        row["sklearn"] = {"time_s": t_sk, "objective": obj_sk, "n_sv": int(sk.support_.shape[0])}
+        for s in solvers:
+            def make(s=s):
+                return SVC(C=C, gamma=gamma, solver=s, device=args.device)
+
+            make().fit(X[:500], y[:500])  # warm-up
+            t, est = timed_fit(make, X, y, args.device)
+            obj = sklearn_svc_objective(est, X, y)
+            row[s] = {"time_s": t, "objective": obj, "obj_rel_diff": (obj - obj_sk) / abs(obj_sk),
+                      "n_sv": int(np.asarray(est.n_support_).sum()), "speedup_vs_sklearn": t_sk / t,
+                      "n_iter": int(np.asarray(est.n_iter_).sum())}
+        out["results"].append(row)
+        print(json.dumps(row), flush=True)
+        stem.with_suffix(".json").write_text(json.dumps(out, indent=1))
+    write_md(out, stem.with_suffix(".md"))
+
+
+def write_md(out, path):
+    sol = out["solvers"]
+    head = "| data set | n | sklearn fit (s) | " + " | ".join(
+        f"{s} fit (s) | sklearn/{s} | {s} obj rel diff" for s in sol) + " |"
+    lines = [f"# ALFPGM vs SMO vs sklearn SVC ({out['device']}: {out['device_name']}, "
+             f"{out['machine']['cpu_count']} CPUs)", "",
+             f"Rows: {out['n_rows']} per data set (stratified subset, seed 0); tol 1e-3; defaults otherwise. "
+             "One timed fit each after a warm-up. " + out["note"] + ". Ratios > 1 mean gpusvm was faster.", "",
+             head, "|" + "---|" * (3 + 3 * len(sol))]
+    for r in out["results"]:
+        cells = [r["dataset"], str(r["n"]), f"{r['sklearn']['time_s']:.2f}"]
+        for s in sol:
+            cells += [f"{r[s]['time_s']:.2f}", f"{r[s]['speedup_vs_sklearn']:.2f}", f"{r[s]['obj_rel_diff']:.1e}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    if "smo" in sol:
+        lines.append("")
+        for r in out["results"]:
+            lines.append(f"- {r['dataset']}: ALFPGM / SMO fit time ratio {r['alfpgm']['time_s'] / r['smo']['time_s']:.2f}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
