@@ -155,7 +155,7 @@ def dcd_linear(be, X, y, C, *, loss="hinge", method="dcd", tol=1e-4, max_iter=10
         obj = primal_objective(be, X, y, C, w_full[:d], 0.0, bias, loss)
         return LinearResult(w_full[:d], 0.0, alpha_full, 0, 0, True, obj, info)
     bias = float(bias)
-    sq = be.row_sqnorms(Xs, f64) + bias * bias
+    sq = be.dcd_row_sqnorms(Xs) + bias * bias
     if loss == "hinge":
         upper = Cs.copy()
         diag = xp.zeros(n, dtype=f64)
