@@ -155,8 +155,10 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         on a9a (14.9 s vs 16.6 s for p = 100 and 25.7 to 34.5 s for p <= 64) and within 1.13x of the
         fastest (p = 32) on ijcnn1, where all p were within 1.4x; it had the lowest geometric mean of
         the time relative to each data set's fastest p. The number of decompositions falls steadily
-        with p on both (a9a: 4,210 at p = 8, 94 at p = 200). The paper found 50 to 100 best; this has
-        not been re-measured on the GPU or at full size.
+        with p on both (a9a: 4,210 at p = 8, 94 at p = 200). Below 6,400 rows the default is
+        ``max(8, n // 32)`` instead (one observation: 2,000 rows of a9a took ~25 s at p = 200 and ~1 s
+        at p = 64). The paper found 50 to 100 best; this has not been re-measured on the GPU or at
+        full size.
     mu : float
         Augmented Lagrangian parameter (> 0).
     inner_tol : float, optional
@@ -188,7 +190,12 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     """
     xp = be.xp
     n = int(X.shape[0])
-    p = DEFAULT_N_PAIRS if n_pairs is None else _check_int(n_pairs, "n_pairs", 1, MAX_PAIRS)
+    if n_pairs is None:
+        # small problems: p = 200 costs O(p^2) per FPGM step for little gain (a9a, 2,000 rows: ~25 s at
+        # p = 200 vs ~1 s at p = 64 in tests/test_alfpgm.py), so the default is also capped at n / 32
+        p = min(DEFAULT_N_PAIRS, max(8, n // 32))
+    else:
+        p = _check_int(n_pairs, "n_pairs", 1, MAX_PAIRS)
     p = max(1, min(p, n // 2))
     mu = _check_float(mu, "mu")
     inner_tol = _check_float(inner_tol, "inner_tol", allow_none=True)
