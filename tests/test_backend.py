@@ -115,7 +115,8 @@ def test_every_kernel_file_declares_instantiations():
         src = kernel_source(f)
         for n in names:
             base = n.split("<")[0]
-            assert re.search(rf"__global__\s+void\s+{base}\s*\(", src), f"{f}: no kernel {base}"
+            decl = rf"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(?:__launch_bounds__\([^)]*\)\s+)?{base}\s*\("
+            assert re.search(decl, src), f"{f}: no kernel {base}"
 
 
 def test_every_kernel_python_asks_for_is_declared():
