@@ -6,7 +6,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
@@ -194,7 +193,6 @@ class SVC(ClassifierMixin, BaseEstimator):
         from sklearn.utils.multiclass import check_classification_targets
 
         solver_fn, solver_opts = self._validate_params()
-        X = _prevalidate_X(X)
         if y is None:
             raise ValueError("SVC requires y to be passed, but the target y is None.")
         if array_library(y) == "numpy":
@@ -329,7 +327,6 @@ class SVC(ClassifierMixin, BaseEstimator):
     def _pair_decision(self, X):
         """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
         self._check_fitted()
-        X = _prevalidate_X(X)
         lib = array_library(X)
         be = self._model_backend()
         X = check_X(X, be, owner="SVC")
@@ -445,24 +442,3 @@ class SVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-
-def _prevalidate_X(X):
-    """Host-side checks that give scikit-learn's wording for common mistakes (lists, object arrays,
-    1-d input, zero features, complex values); CuPy and sparse inputs pass through unchanged."""
-    if X is None or array_library(X) != "numpy" or sp.issparse(X):
-        return X
-    X = np.asarray(X)
-    if X.dtype.kind == "c":
-        raise ValueError("Complex data not supported.")
-    if X.dtype == object:
-        X = X.astype(np.float64)  # TypeError for non-numeric objects, as numpy words it
-    if X.ndim == 1:
-        raise ValueError(f"Expected 2D array, got 1D array instead: array of shape {X.shape}. Reshape your data "
-                         "either using array.reshape(-1, 1) if your data has a single feature or "
-                         "array.reshape(1, -1) if it contains a single sample.")
-    if X.ndim == 2 and X.shape[1] == 0:
-        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    if X.ndim == 2 and X.shape[0] == 0:
-        raise ValueError(f"0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
-    return X
