@@ -20,7 +20,9 @@ template <typename T> __device__ __forceinline__ T gpusvm_merge_s(T h, T m, T gd
 }
 
 // Merge (ai, x_i), (aj, x_j), same sign, gamma ||x_i - x_j||^2 = gd2: golden-section search for h in
-// [0, 1] with n_gss shrink steps; z = h x_i + (1 - h) x_j, coefficient *az, weight degradation *deg.
+// [0, 1] with n_gss shrink steps (ties move the bracket left), h = the midpoint, then the endpoints
+// h = 1 and h = 0 (free: they need only kappa) replace it when better; z = h x_i + (1 - h) x_j,
+// coefficient *az, weight degradation *deg. Same arithmetic as golden_merge in ops/merge.py.
 template <typename T>
 __device__ void gpusvm_golden_merge(T ai, T aj, T gd2, int n_gss, T* h_out, T* az_out, T* deg_out) {
     const T g = (T)GPUSVM_GOLDEN;
@@ -32,7 +34,7 @@ __device__ void gpusvm_golden_merge(T ai, T aj, T gd2, int n_gss, T* h_out, T* a
     T fc = gpusvm_merge_s<T>(c, m, gd2);
     T fd = gpusvm_merge_s<T>(d, m, gd2);
     for (int it = 0; it < n_gss; ++it) {
-        if (fc > fd) {
+        if (fc >= fd) {
             b = d; d = c; fd = fc;
             c = b - g * (b - a);
             fc = gpusvm_merge_s<T>(c, m, gd2);
@@ -43,8 +45,14 @@ __device__ void gpusvm_golden_merge(T ai, T aj, T gd2, int n_gss, T* h_out, T* a
         }
     }
     T h = (T)0.5 * (a + b);
-    T az = tot * gpusvm_merge_s<T>(h, m, gd2);
-    T deg = ai * ai + aj * aj + (T)2 * ai * aj * gpusvm_exp<T>(-gd2) - az * az;
+    T sh = gpusvm_merge_s<T>(h, m, gd2);
+    const T kappa = gpusvm_exp<T>(-gd2);
+    const T s1 = m + ((T)1 - m) * kappa;
+    const T s0 = m * kappa + ((T)1 - m);
+    if (s1 > sh) { h = (T)1; sh = s1; }
+    if (s0 > sh) { h = (T)0; sh = s0; }
+    T az = tot * sh;
+    T deg = ai * ai + aj * aj + (T)2 * ai * aj * kappa - az * az;
     *h_out = h;
     *az_out = az;
     *deg_out = deg < (T)0 ? (T)0 : deg;

@@ -39,10 +39,11 @@ class BudgetResult:
     alpha: Any  # (n_sv,), signed: f(x) = sum_j alpha_j k(sv_j, x)
     n_iter: int  # epochs run
     n_steps: int  # SGD steps (epochs * n_samples)
-    info: dict = field(default_factory=dict)  # violations, merges, merge_cycles, total_cycles
+    info: dict = field(default_factory=dict)  # violations, merges, merge_cycles, total_cycles, degradation
 
 
-def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epochs=1, n_gss=20, n_gd=10):
+def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epochs=1, n_gss=10, n_gd=10,
+         track_degradation=False):
     """Budgeted SGD (BSGD, Wang et al. 2012) with multi-merge (Qaadan & Glasmachers 2018), binary.
 
     Parameters
@@ -63,9 +64,12 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
     merge : {"cascade", "gradient"}
     epochs : int
     n_gss : int
-        Golden-section iterations per pairwise merge.
+        Golden-section iterations per pairwise merge (10: bracket < 0.01, the stopping rule of Qaadan
+        and Glasmachers' implementation).
     n_gd : int
         Gradient (fixed-point) steps of the "gradient" strategy.
+    track_degradation : bool
+        Diagnostics: also sum the exact weight degradation of every maintenance step (CPU only).
 
     Returns
     -------
@@ -75,11 +79,12 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
     lam = 1.0 / (n * C)
     sv = alpha = None
     n_sv = 0
-    info = {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
+    info = {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0, "degradation": 0.0}
     for e in range(epochs):
         sv, alpha, n_sv, st = be.bsgd_train(
             X, y, order[e * n:(e + 1) * n], t0=e * n, lam=lam, gamma=gamma, budget=budget,
             n_merge=n_merge, merge=merge, n_gss=n_gss, n_gd=n_gd, sv=sv, alpha=alpha, n_sv=n_sv,
+            track_degradation=track_degradation,
         )
         for k in info:
             info[k] += st[k]

@@ -33,6 +33,8 @@ the merge-time fraction without leaving compiled code.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -75,19 +77,37 @@ def _remove_partners(sv, alpha, n_sv, partners, found):
 
 
 @numba.njit(cache=True)
-def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners, z, zprev, w):
-    """One budget maintenance step; returns the new number of SVs."""
+def _merged_degradation(sv, alpha, first, partners, found, z, az, gamma):
+    """||sum_p a_p phi(x_p) - a_z phi(z)||^2 over the merged points p (first and partners[:found]):
+    the exact weight degradation of one maintenance step (diagnostics only: O(M^2 d))."""
+    ww = 0.0
+    g = 0.0
+    for q in range(found + 1):
+        p = first if q == 0 else partners[q - 1]
+        g += alpha[p] * math.exp(-gamma * sqdist(sv[p], z))
+        for r in range(found + 1):
+            o = first if r == 0 else partners[r - 1]
+            ww += alpha[p] * alpha[o] * math.exp(-gamma * sqdist(sv[p], sv[o]))
+    v = ww - 2.0 * az * g + az * az
+    return v if v > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners, z, zprev, w, track):
+    """One budget maintenance step; returns the new number of SVs and (when ``track``) the exact weight
+    degradation of the step (else 0)."""
     d = sv.shape[1]
     first = argmin_abs(alpha, n_sv)
     merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs)
     found = smallest_k(deg, n_sv, n_merge - 1, partners)
     if found == 0:  # no same-sign SV: remove the first candidate
+        dg = alpha[first] * alpha[first] if track else 0.0
         last = n_sv - 1
         if first != last:
             for k in range(d):
                 sv[first, k] = sv[last, k]
             alpha[first] = alpha[last]
-        return n_sv - 1
+        return n_sv - 1, dg
     for k in range(d):
         z[k] = sv[first, k]
     az = alpha[first]
@@ -129,18 +149,21 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
             for k in range(d):
                 z[k] = zprev[k] / g
         az = g
+    dg = _merged_degradation(sv, alpha, first, partners, found, z, az, gamma) if track else 0.0
     for k in range(d):
         sv[first, k] = z[k]
     alpha[first] = az
-    return _remove_partners(sv, alpha, n_sv, partners, found)
+    return _remove_partners(sv, alpha, n_sv, partners, found), dg
 
 
 @numba.njit(cache=True)
 def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gss, n_gd, sv, alpha, n_sv,
-                  stats):
+                  stats, track):
     """Run steps t0+1 .. t0+len(order); updates sv/alpha in place, returns n_sv.
 
-    stats (float64, 4): [+]= margin violations, merges, cycles in maintenance, cycles in total.
+    stats (float64, 5): [+]= margin violations, merges, cycles in maintenance, cycles in total, and (only
+    when ``track``) the weight degradation of the maintenance steps, each step's in units of
+    1 / (lambda t)^2 (the squared coefficient a new SV gets at that step t).
     """
     d = X.shape[1]
     deg = np.empty(budget + 1)
@@ -153,6 +176,7 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
     c_merge = 0
     viol = 0
     merges = 0
+    wd = 0.0
     for s in range(order.shape[0]):
         i = order[s]
         t = t0 + s + 1
@@ -171,14 +195,16 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
             n_sv += 1
             if n_sv > budget:
                 c0 = _cycles()
-                n_sv = _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners,
-                                 z, zprev, w)
+                n_sv, dg = _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
+                                     partners, z, zprev, w, track)
                 c_merge += _cycles() - c0
+                wd += dg * (lam * t) * (lam * t)
                 merges += 1
     stats[0] += viol
     stats[1] += merges
     stats[2] += c_merge
     stats[3] += _cycles() - c_start
+    stats[4] += wd
     return n_sv
 
 
@@ -196,7 +222,7 @@ def _prep(be, X, y, order, budget, sv, alpha):
 
 @register_op("bsgd_train", "cpu")
 def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
-                   sv=None, alpha=None, n_sv=0):
+                   sv=None, alpha=None, n_sv=0, track_degradation=False):
     """Run BSGD steps ``t0+1 .. t0+len(order)`` on one binary problem (see the module doc).
 
     Parameters
@@ -211,6 +237,9 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     budget, n_merge : int
     merge : {"cascade", "gradient"}
     sv, alpha, n_sv : state to continue from (``sv`` of shape (budget + 1, n_features)); fresh if None.
+    track_degradation : bool
+        Also compute the exact weight degradation of every maintenance step (diagnostics; costs
+        O(M^2 d) per step, so off by default).
 
     Returns
     -------
@@ -219,22 +248,25 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     n_sv : int
         Rows ``:n_sv`` of ``sv``/``alpha`` hold the model.
     stats : dict
-        violations, merges, merge_cycles, total_cycles.
+        violations, merges, merge_cycles, total_cycles, degradation (NaN unless ``track_degradation``).
     """
     X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
-    stats = np.zeros(4)
+    stats = np.zeros(5)
     n_sv = bsgd_train_nb(X, y, order, int(t0), float(lam), float(gamma), int(budget), int(n_merge),
-                         MERGE_CODES[merge], int(n_gss), int(n_gd), sv, alpha, int(n_sv), stats)
+                         MERGE_CODES[merge], int(n_gss), int(n_gd), sv, alpha, int(n_sv), stats,
+                         bool(track_degradation))
     return sv, alpha, int(n_sv), {"violations": int(stats[0]), "merges": int(stats[1]),
-                                  "merge_cycles": float(stats[2]), "total_cycles": float(stats[3])}
+                                  "merge_cycles": float(stats[2]), "total_cycles": float(stats[3]),
+                                  "degradation": float(stats[4]) if track_degradation else float("nan")}
 
 
 @register_op("bsgd_train", "gpu")
 def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
-                   sv=None, alpha=None, n_sv=0):
+                   sv=None, alpha=None, n_sv=0, track_degradation=False):
     """GPU twin of :func:`bsgd_train_cpu`: one persistent thread block runs every step of ``order``
     (``bsgd_train<double>`` in kernels/bsgd.cu), so there is no host round trip per sample; the host
-    only reads the counters once at the end."""
+    only reads the counters once at the end. ``track_degradation`` is not implemented on the GPU (the
+    diagnostic comes back NaN)."""
     import cupy as cp
 
     from ..cuda_source import get_kernel
@@ -262,4 +294,5 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         st = cp.asnumpy(stats)  # the only device-to-host copy of the run (it also synchronizes)
         n_sv_out = int(cp.asnumpy(state)[0])
     return sv, alpha, n_sv_out, {"violations": int(st[0]), "merges": int(st[1]),
-                                 "merge_cycles": float(st[2]), "total_cycles": float(st[3])}
+                                 "merge_cycles": float(st[2]), "total_cycles": float(st[3]),
+                                 "degradation": float("nan")}

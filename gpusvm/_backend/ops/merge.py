@@ -18,15 +18,26 @@ The weight degradation ||a_i phi(x_i) + a_j phi(x_j) - a_z phi(z)||^2 = a_i^2 + 
 - a_z^2 is smallest where s(h) is largest; h is found by a golden-section search on [0, 1] with a fixed
 number of iterations (so the CPU and the GPU evaluate exactly the same points).
 
-Choices (documented here once for the op, the solver and the kernels):
+Rules, checked against the published implementations (BudgetedSVM's bsgd.cpp by Wang et al.'s group;
+the BSGD/BSCA code of Qaadan and Glasmachers, whose multi-merge paper builds on it), and the choices
+made where they differ:
 
-* only partners with the same sign as the first candidate are scored (as in Wang et al. and in the
-  BudgetedSVM toolbox): for those h in [0, 1] is the right search interval. Others, and the first
-  candidate itself, get degradation +inf;
+* first candidate: the SV of minimal |alpha| (all implementations);
+* partners: only SVs with the same sign (label) as the first candidate are scored, as in Qaadan and
+  Glasmachers' code (BudgetedSVM also scores opposite-sign SVs with h searched in [1, 6] or [-5, 0]);
+  for same-sign pairs h in [0, 1] is the right interval. Others, and the first candidate itself, get
+  degradation +inf;
+* golden-section search on [0, 1] with ties moving the bracket left, stopped when the bracket is
+  narrower than 0.01 as in Qaadan and Glasmachers' code ("standard GSS", tolerance 0.01; BudgetedSVM
+  uses 2e-4): that is ``n_gss`` = 10 shrink steps (0.618^10 = 0.0081), a fixed count so the CPU and the
+  GPU evaluate the same points; h = the bracket's midpoint (as both codes). Since h is near a
+  stationary point, the degradation's error from the tolerance is second order. One addition: the
+  endpoints h = 1 (z = x_i) and h = 0 (z = x_j) are compared with the midpoint and the best is kept.
+  For far points (kappa small) s(h) has two modes near the endpoints and the bracket can close on the
+  worse one or stop short of the endpoint; both end values are free (they only need kappa, which the
+  degradation needs anyway);
 * the squared distance is summed from coordinate differences (not from norms), which avoids
-  cancellation for nearby points;
-* golden-section search: bracket [0, 1], ``n_gss`` shrink steps (default 20, bracket 0.618^20 ~ 7e-5),
-  h = the bracket's midpoint; ``a > b`` comparisons move the bracket left, ties move it right.
+  cancellation for nearby points.
 
 The CPU twin is a Numba loop over candidates (:func:`merge_search_nb`), which the CPU training loop
 (:mod:`gpusvm._backend.ops.bsgd`) calls too; the GPU version runs ``merge_search`` of
@@ -44,7 +55,7 @@ import numpy as np
 from ..base import register_op
 
 GOLDEN = 0.6180339887498949  # (sqrt(5) - 1) / 2
-DEFAULT_N_GSS = 20
+DEFAULT_N_GSS = 10  # bracket 0.618^10 = 0.0081: the authors' stopping rule, width < 0.01
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -71,7 +82,11 @@ def _s(h, m, gd2):
 def golden_merge(ai, aj, gd2, n_gss):
     """Merge (a_i, x_i), (a_j, x_j) with gamma * ||x_i - x_j||^2 = gd2 (a_i, a_j of the same sign).
 
-    Returns (h, a_z, degradation): z = h x_i + (1 - h) x_j.
+    Golden-section search for the maximum of s(h) on [0, 1]: ``n_gss`` shrink steps (ties move the
+    bracket left), h = the final bracket's midpoint; then h = 1 (z = x_i) and h = 0 (z = x_j) are
+    compared with it (s(1) = m + (1 - m) kappa and s(0) = m kappa + 1 - m cost no extra exp) and the
+    best of the three is kept: for far points s(h) is bimodal and the bracket may close on the
+    worse mode. Returns (h, a_z, degradation): z = h x_i + (1 - h) x_j.
     """
     tot = ai + aj
     m = ai / tot
@@ -82,7 +97,7 @@ def golden_merge(ai, aj, gd2, n_gss):
     fc = _s(c, m, gd2)
     fd = _s(d, m, gd2)
     for _ in range(n_gss):
-        if fc > fd:
+        if fc >= fd:
             b = d
             d = c
             fd = fc
@@ -95,8 +110,18 @@ def golden_merge(ai, aj, gd2, n_gss):
             d = a + GOLDEN * (b - a)
             fd = _s(d, m, gd2)
     h = 0.5 * (a + b)
-    az = tot * _s(h, m, gd2)
-    deg = ai * ai + aj * aj + 2.0 * ai * aj * math.exp(-gd2) - az * az
+    sh = _s(h, m, gd2)
+    kappa = math.exp(-gd2)
+    s1 = m + (1.0 - m) * kappa
+    s0 = m * kappa + (1.0 - m)
+    if s1 > sh:
+        h = 1.0
+        sh = s1
+    if s0 > sh:
+        h = 0.0
+        sh = s0
+    az = tot * sh
+    deg = ai * ai + aj * aj + 2.0 * ai * aj * kappa - az * az
     if deg < 0.0:
         deg = 0.0
     return h, az, deg
