@@ -25,11 +25,21 @@ updated from the step's dual gain ``g`` against a reference gain ``r`` (Algorith
 ``p_i <- clip(p_i * exp(c (g / r - 1)), 1/20, 20)`` with ``c = 1/5``; ``r`` is the mean gain of the first
 sweep and afterwards the fading average ``r <- (1 - 1/n) r + g / n``. There is no hard shrinking. A
 sweep meeting ``tol`` may stop the solver only if it was a uniform sweep (``canstop``); otherwise all
-preferences are reset to 1 and a uniform sweep follows. Constants and the rounding follow the
-authors' reference implementation (Shark's ``QpBoxLinear``). Two choices of ours, documented here
-because the paper leaves them open: the stopping quantity is LIBLINEAR's ``v_max - v_min`` of the
-projected gradient over the sweep (the same as the baseline, so ``tol`` means the same for both), and
-when the reference gain is 0 (nothing left to gain) preferences are left unchanged.
+preferences are reset to 1 and a uniform sweep follows.
+
+Fidelity. The paper's text could not be retrieved while this was written, so every rule was checked
+against the authors' two public implementations: Shark's ``QpBoxLinear`` (Glasmachers) and the ACF
+variant of LIBLINEAR's ``solve_l2r_l1l2_svc`` in LiblineaR.ACF (Demircioglu, Glasmachers, Dogan). Both
+agree with ours on: ``c = 1/5``, preferences clipped to ``[1/20, 20]``, the gain being the exact dual
+improvement of the step (0 for a visit that does not move), the reference gain being the first sweep's
+mean gain and then the fading average with rate ``1/n``, preferences frozen during the first sweep, no
+shrinking, and the canstop logic (``canstop`` starts true). Where they differ we follow one of them:
+the stopping quantity is ``v_max - v_min`` of the projected gradient over the sweep, as in the authors'
+LIBLINEAR version and the baseline, so ``tol`` means the same for both methods (Shark stops on
+``max |pg| < tol``); the schedule is Shark's sequential randomized rounding with exactly ``n`` visits
+per sweep (the LIBLINEAR version carries the fractional parts from sweep to sweep instead, so its sweeps
+have about ``n`` visits). One guard is ours: when the reference gain is 0 (nothing left to gain, which
+needs every step of the first sweep to be null) preferences are left unchanged instead of dividing by 0.
 
 Both stop after ``max_iter`` sweeps (``converged=False``) or a time budget (benchmarks only).
 
