@@ -26,20 +26,19 @@ _OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent")
 
 
 def _auto_decomposition(be, n, d, spec) -> str:
-    """The CPU decomposition for ``decomposition="auto"``: "pairwise" or "batched".
+    """The CPU decomposition for ``decomposition="auto"``: always "pairwise" (LIBSVM's algorithm).
 
-    Batched from ``n >= 5000`` samples, pair-at-a-time below. Measured on the CPU (one process, one
-    machine; benchmarks/smo_decomposition.py): pairwise / batched time was 0.22-0.33 (n=300),
-    0.85-0.92 (n=1,000), 1.17-1.26 (n=2,000), 1.10-1.67 (n=3,000), 1.38-2.12 (n=10,000) on a9a/ijcnn1
-    subsets (benchmarks/results/smo_decomposition_crossover_cpu.md), and 2.0-2.6 on full a9a, 1.5-1.8
-    on full ijcnn1 (benchmarks/results/smo_decomposition_cpu.md). Below 2,000 the batched method
-    loses to its per-round overhead; between 2,000 and 5,000 its small gain is not worth a known
-    difference: on data with duplicate rows (phishing) it spreads alpha over identical points, giving
-    a few percent more support vectors than LIBSVM (same objective and decisions), so the
-    LIBSVM-faithful pairwise loop is kept there.
+    Rechecked at full size on the current code (benchmarks/results/smo_decomposition_recheck_cpu.md,
+    process CPU seconds, pairwise vs batched): a9a 22.4 vs 16.7, ijcnn1 8.9 vs 14.2, phishing 3.4 vs 2.6
+    but with 3,047 support vectors against LIBSVM's 2,852 (batched spreads alpha over duplicate rows).
+    Batched does not beat pair-at-a-time SMO consistently, and the pairwise loop reproduces LIBSVM's
+    solution (same support vectors) while already beating scikit-learn on all four data sets
+    (benchmarks/results/svc_vs_sklearn_cpu.md), so it stays the CPU default. The earlier n >= 5,000
+    rule was measured before the pairwise solver's dense-row and cache speed-ups
+    (benchmarks/results/smo_decomposition_cpu.md). ``decomposition="batched"`` still selects the
+    batched method on the CPU; on the GPU it is always used.
     """
-    batched_min_samples = 5000
-    return "batched" if int(n) >= batched_min_samples else "pairwise"
+    return "pairwise"
 
 
 def _check_common(decomposition, gram_dtype, pa_recent):
