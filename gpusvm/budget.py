@@ -28,7 +28,14 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     ``n_merge`` of them are merged into one (Qaadan and Glasmachers, "Multi-Merge Budget Maintenance
     for Stochastic Gradient Descent SVM Training", 2018): the SV of smallest |alpha| and its
     ``n_merge - 1`` best same-sign partners, scored by the weight degradation of a pairwise merge whose
-    position is found by golden-section search. See :mod:`gpusvm._solvers.bsgd` for the details.
+    position is found by golden-section search (stopped at bracket width < 0.01, as in the authors'
+    code). See :mod:`gpusvm._solvers.bsgd` for the rules, how each was checked against the papers'
+    published code, and the choices made.
+
+    Multi-merge trades accuracy for speed where the Gaussian is narrow relative to the data spacing:
+    the extra partners of a cascade carry large coefficients, so the weight lost per removed support
+    vector grows with ``n_merge`` (measured in benchmarks/results/budget_degradation_cpu.md: e.g.
+    ijcnn1, gamma=2, budget 207: about 15x more degradation per removed SV at M=3 than at M=2).
 
     **Bias**: none, as in BSGD and multi-merge BSGD (the Gaussian gram's feature space makes it
     mostly unnecessary, and an unregularized bias with Pegasos' large early steps is unstable);
@@ -76,8 +83,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     n_support_ : ndarray of shape (n_problems,)
         Support vectors per binary problem.
     merge_time_fraction_ : float
-        Share of the training loop's time spent in budget maintenance (merge search and merging),
-        measured in CPU cycles (CPU) or SM clock cycles (GPU) inside the compiled loop.
+        Share of the training loop's time spent in budget maintenance (first-candidate search, partner
+        search, merging and removal), measured in CPU cycles (CPU) or SM clock cycles (GPU) inside the
+        compiled loop, over the cycles of the whole loop (all binary problems together). With a
+        fraction f at n_merge=2, no multi-merge can speed training up by more than 1 / (1 - f).
     n_merges_ : int
         Budget maintenance steps over all problems.
     n_iter_ : int

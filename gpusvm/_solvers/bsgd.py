@@ -14,10 +14,40 @@ Algorithms
   all M at once by gradient steps on the merged point z.
 
 The problem is min_w lambda/2 ||w||^2 + 1/n sum_i max(0, 1 - y_i <w, phi(x_i)>) with lambda = 1 / (n C),
-which is C-SVC without the bias (the Pegasos/BSGD formulation): no bias is learned, as in both papers.
-The step-by-step rules (ties, fallbacks, the golden-section search) are documented in the fused ops
-:mod:`gpusvm._backend.ops.bsgd` and :mod:`gpusvm._backend.ops.merge`, which run the loop compiled (Numba
-on the CPU, one persistent CUDA thread block on the GPU).
+which is C-SVC without the bias (the Pegasos/BSGD formulation).
+
+Fidelity to the papers, rule by rule. The multi-merge paper's full text was not available to us; the
+rules below follow its abstract, the issue's summary of it, and the two published code bases it builds
+on (BudgetedSVM's bsgd.cpp of Wang et al.'s group; Qaadan and Glasmachers' own BSGD/BSCA code):
+
+* step size and schedule: Pegasos, eta_t = 1 / (lambda t) with t counted from 1 over all epochs; every
+  step scales alpha by (1 - 1/t) and a margin violation (y f(x) < 1, f before the step) adds x with
+  alpha = y / (lambda t); each epoch visits the samples in a fresh random order (as both codes);
+* bias: none. BudgetedSVM's optional bias is a constant extra feature, which the Gaussian gram
+  ignores (it cancels in ||x - z||), so for this gram both codes train without an effective bias;
+* budget maintenance whenever the model holds B + 1 SVs. First candidate: minimal |alpha|. Partners:
+  same-sign SVs scored by the weight degradation of a pairwise merge with the first candidate, h by
+  golden-section search stopped at bracket < 0.01 (see :mod:`gpusvm._backend.ops.merge`). The search
+  runs once per maintenance, i.e. once per M - 1 margin violations: that is the paper's speed-up;
+* cascade (MM-BSGD): the M - 1 partners of smallest degradation are merged in order of increasing
+  degradation, each into the running merged point: z <- merge(z, partner) by its own golden-section
+  search on the actual pair (z, partner), a_z in closed form. The partner search itself is NOT redone
+  against z between the merges of a cascade (that would be M - 1 classic BSGD steps, no speed-up);
+* gradient (MM-GD): the same M points merged at once; z maximizes g(z) = sum_p a_p k(x_p, z) (then
+  a_z = g(z) and the degradation is ||w_M||^2 - g(z)^2). Our choice, the paper's exact step rule not
+  being available: start at the alpha-weighted mean of the M points, then ``n_gd`` = 10 gradient steps
+  of size 1 / (2 gamma g(z)), i.e. the fixed-point ("mean-shift") update
+  z <- sum_p a_p k(x_p, z) x_p / g(z), which increases g monotonically for same-sign coefficients;
+* multiple classes: one-vs-rest, one binary BSGD per class (the estimator; BudgetedSVM instead keeps a
+  multi-class alpha vector per SV);
+* merge time: CPU cycles (SM clock cycles on the GPU) spent in budget maintenance (first-candidate
+  search, partner search, merging, removal), counted inside the compiled loop, over the cycles of the
+  whole loop.
+
+Measured consequence of the multi-merge rule (benchmarks/budget_degradation.py): each extra partner of
+a cascade merges two points that both carry large coefficients (the running z and a partner chosen
+for being close to the *first* candidate), so the weight degradation per removed SV grows with M;
+where the Gaussian is narrow relative to the data spacing (phishing, ijcnn1) this costs accuracy.
 
 Like every solver here this module is a pure function over a backend ``be`` and imports neither NumPy
 nor CuPy.
