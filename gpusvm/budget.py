@@ -35,7 +35,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     Multi-merge trades accuracy for speed where the Gaussian is narrow relative to the data spacing:
     the extra partners of a cascade carry large coefficients, so the weight lost per removed support
     vector grows with ``n_merge`` (measured in benchmarks/results/budget_degradation_cpu.md: e.g.
-    ijcnn1, gamma=2, budget 207: about 15x more degradation per removed SV at M=3 than at M=2).
+    ijcnn1, gamma=2, budget 124: 12x more degradation per removed SV at M=3 than at M=2; a9a,
+    gamma=0.008: 2.3x, with no significant accuracy change).
 
     **Bias**: none, as in BSGD and multi-merge BSGD (the Gaussian gram's feature space makes it
     mostly unnecessary, and an unregularized bias with Pegasos' large early steps is unstable);
