@@ -3,7 +3,7 @@ search per candidate support vector).
 
     PYTHONPATH=. python -m pytest benchmarks/test_bench_merge.py -p no:cacheprovider --benchmark-only
 
-Cases: budgets of 500 and 5,000 support vectors at d = 22 (ijcnn1-like) and d = 123 (a9a-like), 20
+Cases: budgets of 500 and 5,000 support vectors at d = 22 (ijcnn1-like) and d = 123 (a9a-like), 10
 golden-section steps. CPU: the Numba twin; GPU (skipped without a CUDA device): kernels/merge.cu, one
 thread per candidate, with the device synchronized inside the timed function and one untimed call
 compiling the kernel first. ``extra_info`` holds candidates scored per second.
