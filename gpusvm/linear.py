@@ -127,7 +127,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self._validate_params()
         name = type(self).__name__
         be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None)
-        X = check_X(_numeric(X, name), be, owner=name)
+        X = check_X(X, be, owner=name)
         n, d = X.shape
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
@@ -195,7 +195,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         be = get_backend("auto" if array_library(X) == "cupy" else "cpu", X)
-        X = check_X(_numeric(X, type(self).__name__), be, owner=type(self).__name__)
+        X = check_X(X, be, owner=type(self).__name__)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -221,14 +221,3 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-
-
-def _numeric(X, name):
-    """Reject complex input; convert NumPy object arrays of numbers to float64 (as scikit-learn)."""
-    kind = getattr(getattr(X, "dtype", None), "kind", "")
-    if kind == "c":
-        raise ValueError(f"Complex data not supported: 'X' for {name} has dtype {X.dtype}.")
-    if kind == "O" and isinstance(X, np.ndarray):
-        return X.astype(np.float64)
-    return X
