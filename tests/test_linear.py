@@ -239,9 +239,6 @@ def test_sklearn_estimator_checks():
             expected_failed_checks={
                 "check_sample_weight_equivalence_on_dense_data": why,
                 "check_sample_weight_equivalence_on_sparse_data": why,
-                # the wording of these errors comes from gpusvm._validation.check_X (shared)
-                "check_estimators_empty_data_messages": "check_X's own wording for empty X",
-                "check_fit2d_predict1d": "check_X's own wording for 1-d X",
             },
         )
 
