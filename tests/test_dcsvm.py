@@ -273,3 +273,57 @@ def test_kernel_kmeans_gpu_matches_cpu(gpu_backend):
     np.testing.assert_allclose(cp.asnumpy(cluster_distances(gpu_backend, c_gpu, cp.asarray(X))),
                                cluster_distances(cpu, c_cpu, X), atol=1e-8)
     assert (cp.asnumpy(l_gpu) == l_cpu).mean() > 0.99
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_from_alpha_matches_the_definition(sparse, dtype):
+    # the warm-start gradient of the batched solver (top level of DC-SVM): G = Q alpha - 1, computed
+    # over row blocks against the nonzero alphas only; small max_bytes forces many blocks
+    from gpusvm._solvers._common import gradient_from_alpha
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(5)
+    X = np.where(rng.random((300, 6)) < 0.5, 0.0, rng.normal(size=(300, 6)))
+    y = np.where(rng.random(300) < 0.4, 1.0, -1.0)
+    alpha = np.where(rng.random(300) < 0.3, rng.random(300) * 2.0, 0.0)
+    ref = (y[:, None] * y[None, :] * rbf_kernel(X, X, gamma=0.4)) @ alpha - 1.0
+    Xin = sp.csr_matrix(X) if sparse else X
+    for mb in (None, 4096):
+        G = gradient_from_alpha(be, Xin, y, alpha, GramSpec("rbf", 0.4), dtype=np.dtype(dtype), max_bytes=mb)
+        np.testing.assert_allclose(G, ref, atol=1e-5 if dtype == "float32" else 1e-11)
+    np.testing.assert_array_equal(gradient_from_alpha(be, Xin, y, np.zeros(300), GramSpec("rbf", 0.4)),
+                                  -np.ones(300))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pairwise_smo_warm_start_paths_reach_the_same_optimum(sparse):
+    # the warm-start path of smo_pairwise (DC-SVM's refine/top solves): gradient and G_bar from Gram
+    # blocks + shrinking from the first step, against the in-loop row gradient with LIBSVM's schedule
+    from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(700, 5))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=700) > 0.3, 1.0, -1.0)
+    C = np.full(700, 4.0)
+    C[::5] = 1.0
+    spec = GramSpec("rbf", 0.5)
+    Xin = sp.csr_matrix(X) if sparse else X
+    # a feasible warm start with variables at both bounds: a loose solve of the same problem
+    a0 = be.smo_pairwise(Xin, y, spec, C, tol=0.5, gram_dtype="float64")["alpha"]
+    assert np.any(a0 >= C) and np.any((a0 > 0) & (a0 < C))
+    outs = {}
+    for wg, first in (("blocks", True), ("rows", False), ("blocks", False), ("rows", True)):
+        o = be.smo_pairwise(Xin, y, spec, C, tol=1e-4, alpha0=a0, gram_dtype="float64", warm_gradient=wg,
+                            warm_shrink_first=first)
+        assert o["converged"]
+        G = gradient_from_alpha(be, X, y, o["alpha"], spec, dtype=np.float64)
+        np.testing.assert_allclose(o["G"], G, atol=1e-8)  # G (and G_bar after unshrinking) kept exact
+        assert kkt_gap(be, y, o["alpha"], G, C) <= 1e-4 + 1e-9
+        outs[(wg, first)] = 0.5 * o["alpha"].sum() - 0.5 * o["alpha"] @ o["G"]
+    ref = outs[("rows", False)]
+    for v in outs.values():
+        assert v == pytest.approx(ref, rel=1e-6)

@@ -87,21 +87,33 @@ def bias(be, y, alpha, G, C) -> float:
 
 
 def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None, dtype=None):
-    """G = Q alpha - 1 from scratch, touching only the Gram rows of the nonzero alphas (warm starts)."""
+    """G = Q alpha - 1 from scratch, touching only the Gram columns of the nonzero alphas (warm starts).
+
+    Computed as ``G[r] = y[r] * (K(X[r], X_sv) @ (alpha_sv * y_sv)) - 1`` over row blocks ``r`` of X, each
+    block's ``len(r) x n_sv`` Gram tile bounded by ``max_bytes`` (default 64 MB), so the product is a
+    contiguous matrix-vector product and no n_sv x n array (or its transposed float64 copy) is formed.
+    ``dtype`` is the type of the Gram values (float32 halves the Gram cost); the products accumulate in
+    float64.
+    """
     xp = be.xp
-    n = X.shape[0]
+    n = int(X.shape[0])
     G = -xp.ones(n, dtype=xp.float64)
     sv = xp.nonzero(alpha > 0)[0]
-    if sv.shape[0] == 0:
+    m = int(sv.shape[0])
+    if m == 0:
         return G
     if x_sqnorm is None and spec.kind == "rbf":
         x_sqnorm = be.row_sqnorms(X, xp.float64)
+    beta = (alpha[sv] * y[sv]).astype(xp.float64)
+    Xs = be.take_rows(X, sv)
+    sq_s = None if x_sqnorm is None else x_sqnorm[sv]
+    itemsize = xp.dtype(dtype or xp.float64).itemsize
+    budget = 64 * 2**20 if max_bytes is None else int(max_bytes)
+    rows = max(1, budget // (itemsize * m))
     kw = {} if max_bytes is None else {"max_bytes": max_bytes}
-    step = 2048
-    for s0 in range(0, int(sv.shape[0]), step):
-        idx = sv[s0:s0 + step]
-        K = be.gram(be.take_rows(X, idx), X, spec,
-                    x_sqnorm=None if x_sqnorm is None else x_sqnorm[idx],
-                    y_sqnorm=x_sqnorm, dtype=dtype, **kw)
-        G += y * (K.T.astype(xp.float64) @ (alpha[idx] * y[idx]))
+    for r0 in range(0, n, rows):
+        r1 = min(n, r0 + rows)
+        K = be.gram(X[r0:r1], Xs, spec, x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
+                    y_sqnorm=sq_s, dtype=dtype, **kw)
+        G[r0:r1] += y[r0:r1] * (K.astype(xp.float64, copy=False) @ beta)
     return G
