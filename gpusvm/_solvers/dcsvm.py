@@ -295,8 +295,35 @@ def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
                        bias=biases)
 
 
+# A warm start with at least this fraction of nonzero alphas runs the refine/top solve of the "smo" /
+# "pa-smo" solvers with the batched decomposition on the CPU (see _warm_options).
+_BATCHED_WARM_FRACTION = 0.2
+_BATCHED_WARM_MIN_N = 5000  # below, the batched rounds' overhead loses (benchmarks/results/smo_decomposition_*)
+
+
+def _warm_options(be, solver, options, n_nonzero, n, size):
+    """Solver options for a warm-started refine/top solve.
+
+    On the CPU the "smo"/"pa-smo" solvers default to the pair-at-a-time loop (LIBSVM's). Warm-started
+    from DC-SVM's lower levels, that loop shrinks away the variables the start already gets right
+    and wins when they are most of them; when the start has many nonzero alphas (a9a: 11k of 32k),
+    its steps touch them all and the batched decomposition (hundreds of variables per round on Gram
+    rows held in memory) took half the time. Measured on full ijcnn1 (5% nonzero: pairwise top
+    5.0 s, batched 6.1 s) and a9a (34% nonzero: pairwise 21.1 s, batched 10.9 s), one CPU run
+    each (benchmarks/dcsvm_profile.py); the threshold between them is ``_BATCHED_WARM_FRACTION``.
+    ``n_nonzero`` / ``n`` is that fraction over the whole training set (for the refine solve, whose
+    points are all nonzero by construction: its size over n). An explicit ``decomposition`` option
+    is always kept; problems (``size`` points) under ``_BATCHED_WARM_MIN_N`` keep the pairwise loop.
+    """
+    if be.is_gpu or solver not in ("smo", "pa-smo") or "decomposition" in options:
+        return options
+    if int(size) >= _BATCHED_WARM_MIN_N and int(n_nonzero) >= _BATCHED_WARM_FRACTION * int(n):
+        return {**options, "decomposition": "batched"}
+    return options
+
+
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
-                early_stop_level=None, refine=True, solver="smo", tol=1e-3, max_iter=-1,
+                early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
@@ -313,15 +340,22 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     n_clusters_per_level : int
         k.
     sample_size : int, optional
-        m, the points clustered by kernel k-means at every level; default
-        ``max(1000, 8 * k ** L)`` clipped to n.
+        m, the points clustered by kernel k-means at every level; default ``max(1000, 8 * k ** l)``
+        at level l, clipped to n.
     early_stop_level : int, optional
         Stop after this level (1..L) without the refine and top solves.
     refine : bool
         Solve on the union of level 1's support vectors before the top level.
     solver : str
         Registered binary solver for every subproblem and the top level.
-    tol, max_iter, cache_bytes, random_state
+    tol : float
+        KKT tolerance of the top-level solve.
+    sub_tol : float, optional
+        KKT tolerance of the cluster subproblems and the refine solve (default ``tol``; never below
+        ``tol``). These solutions are only warm starts, so :class:`gpusvm.DCSVC` solves them loosely.
+    top_options : dict, optional
+        Solver options for the top-level solve only (they override ``options`` there).
+    max_iter, cache_bytes, random_state
         Passed to the binary solver (``max_iter`` per solve, -1 for no limit).
     options : dict, optional
         Extra keyword options of the binary solver.
@@ -347,8 +381,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     k = int(n_clusters_per_level)
     L = int(n_levels)
     m = int(sample_size) if sample_size is not None else max(1000, 8 * k ** L)
-    m = min(m, n)
-    _check_sizes(n, L, k, m if sample_size is None else int(sample_size))
+    _check_sizes(n, L, k, m)
+    sub_tol = float(tol) if sub_tol is None else max(float(tol), float(sub_tol))
     options = dict(options or {})
     x_sqnorm = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
     alpha = xp.zeros(n, dtype=xp.float64)
@@ -357,14 +391,16 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     stop = 0 if early_stop_level is None else int(early_stop_level)
     for level in range(L, stop - 1 if stop > 0 else 0, -1):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         kl = k ** level
         cand = None if level == L else xp.nonzero(alpha > 0)[0]
-        clustering, labels = two_step_kernel_kmeans(be, X, spec, kl, m, rng, candidates=cand,
+        m_l = min(n, m if sample_size is not None else max(1000, 8 * kl))
+        clustering, labels = two_step_kernel_kmeans(be, X, spec, kl, m_l, rng, candidates=cand,
                                                     x_sqnorm=x_sqnorm)
         be.sync()
         t1 = time.perf_counter()
         alpha, results, idx, _ = _run_level(
-            be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=tol, max_iter=max_iter,
+            be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
             worker_device=worker_device, level=level)
         be.sync()
@@ -381,7 +417,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                     correct += int(xp.count_nonzero((r["decision"] > 0) == (y[idx[c]] > 0)))
             acc = correct / n
         info = {"level": level, "n_clusters": kl, "time_cluster_s": t1 - t0, "time_solve_s": t2 - t1,
-                "time_s": time.perf_counter() - t0, "n_sv": int(xp.count_nonzero(alpha > 0)),
+                "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                "n_sv": int(xp.count_nonzero(alpha > 0)),
                 "objective": float(sum(r["objective"] for r in solved)),
                 "n_iter": int(sum(r["n_iter"] for r in solved)), "train_accuracy": acc,
                 "kmeans_iter": clustering.n_iter, "converged": conv}
@@ -396,37 +433,45 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     alpha = repair_feasibility(be, y, alpha)
     if refine:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         sv = xp.nonzero(alpha > 0)[0]
         n_sv = int(sv.shape[0])
         if n_sv > 0 and n_sv < n:
             ys = y[sv]
             npos = int(xp.count_nonzero(ys > 0))
             if 0 < npos < n_sv:
-                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=tol, max_iter=max_iter,
-                         cache_bytes=cache_bytes, alpha0=repair_feasibility(be, ys, alpha[sv]),
+                a_sv = repair_feasibility(be, ys, alpha[sv])
+                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=sub_tol, max_iter=max_iter,
+                         cache_bytes=cache_bytes, alpha0=a_sv,
                          x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
-                         **options)
+                         **_warm_options(be, solver, options, n_sv, n, n_sv))
                 alpha = xp.zeros(n, dtype=xp.float64)
                 alpha[sv] = res.alpha
                 all_converged &= bool(res.converged)
                 be.sync()
                 levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv,
-                               "time_s": time.perf_counter() - t0, "n_sv": int(xp.count_nonzero(res.alpha > 0)),
+                               "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                               "n_sv": int(xp.count_nonzero(res.alpha > 0)),
                                "objective": float(res.objective), "n_iter": int(res.n_iter),
-                               "converged": bool(res.converged)})
+                               "converged": bool(res.converged), "solver_info": dict(res.info)})
     t0 = time.perf_counter()
+    c0 = time.process_time()
     a0 = repair_feasibility(be, y, alpha)
-    res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
-             alpha0=a0 if bool(xp.any(a0 > 0)) else None, x_sqnorm=x_sqnorm, random_state=random_state,
-             **options)
+    a0 = a0 if bool(xp.any(a0 > 0)) else None
+    res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
+             x_sqnorm=x_sqnorm, random_state=random_state,
+             **_warm_options(be, solver, {**options, **dict(top_options or {})},
+                             0 if a0 is None else int(xp.count_nonzero(a0 > 0)), n, n))
     be.sync()
     all_converged &= bool(res.converged)
     acc = None
     if res.gradient is not None:
         acc = int(xp.count_nonzero((y * (res.gradient + 1.0) + res.b > 0) == (y > 0))) / n
     levels.append({"level": 0, "n_clusters": 1, "time_s": time.perf_counter() - t0,
+                   "cpu_s": time.process_time() - c0,
                    "n_sv": int(xp.count_nonzero(res.alpha > 0)), "objective": float(res.objective),
-                   "n_iter": int(res.n_iter), "train_accuracy": acc, "converged": bool(res.converged)})
+                   "n_iter": int(res.n_iter), "train_accuracy": acc, "converged": bool(res.converged),
+                   "solver_info": dict(res.info)})
     if verbose:
         print(f"[DC-SVM] top: {levels[-1]['n_sv']} SVs, obj {res.objective:.6g}, {levels[-1]['time_s']:.3f}s")
     return DCResult(alpha=res.alpha, b=float(res.b), objective=float(res.objective), n_iter=int(res.n_iter),
