@@ -60,7 +60,9 @@ def _gram_value(dot, sqi, sqj, code, gamma, coef0, degree):
     return math.tanh(gamma * dot + coef0)
 
 
-@numba.njit(cache=True)
+# reassoc lets LLVM vectorize the dense dot-product reductions (3.0 s -> 2.1 s on dense phishing);
+# each dot product then sums in a different order, a rounding-level change.
+@numba.njit(cache=True, fastmath={"reassoc"})
 def _fill_q(i, out, act, k0, k1, sparse, Xd, indptr, indices, data, sq, y, code, gamma, coef0,
             degree, buf):
     """out[t] = y_i y_t k(x_i, x_t) for t = act[k0:k1] (other entries of ``out`` untouched)."""
