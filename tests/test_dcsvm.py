@@ -189,6 +189,8 @@ def test_bad_input_messages():
         DCSVC(n_levels=2, early_stop_level=3).fit(X, y)
     with pytest.raises(ValueError, match="'C' parameter of DCSVC must be a float in the range"):
         DCSVC(C=-1).fit(X, y)
+    with pytest.raises(ValueError, match=r"'sub_tol' parameter of DCSVC must be a float in the range \(0.0, inf\)"):
+        DCSVC(sub_tol=0.0).fit(X, y)
     with pytest.raises(ValueError, match="'executor' parameter of DCSVC"):
         DCSVC(executor="dask").fit(X, y)
     with pytest.raises(ValueError, match="'solver' parameter must be one of"):
@@ -297,33 +299,28 @@ def test_gradient_from_alpha_matches_the_definition(sparse, dtype):
                                   -np.ones(300))
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_pairwise_smo_warm_start_paths_reach_the_same_optimum(sparse):
-    # the warm-start path of smo_pairwise (DC-SVM's refine/top solves): gradient and G_bar from Gram
-    # blocks + shrinking from the first step, against the in-loop row gradient with LIBSVM's schedule
-    from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
+def test_warm_solves_pick_the_decomposition_by_the_share_of_nonzero_alphas():
+    from gpusvm._solvers.dcsvm import _warm_options
 
     be = get_backend("cpu")
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(700, 5))
-    X[rng.random(X.shape) < 0.3] = 0.0
-    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=700) > 0.3, 1.0, -1.0)
-    C = np.full(700, 4.0)
-    C[::5] = 1.0
-    spec = GramSpec("rbf", 0.5)
-    Xin = sp.csr_matrix(X) if sparse else X
-    # a feasible warm start with variables at both bounds: a loose solve of the same problem
-    a0 = be.smo_pairwise(Xin, y, spec, C, tol=0.5, gram_dtype="float64")["alpha"]
-    assert np.any(a0 >= C) and np.any((a0 > 0) & (a0 < C))
-    outs = {}
-    for wg, first in (("blocks", True), ("rows", False), ("blocks", False), ("rows", True)):
-        o = be.smo_pairwise(Xin, y, spec, C, tol=1e-4, alpha0=a0, gram_dtype="float64", warm_gradient=wg,
-                            warm_shrink_first=first)
-        assert o["converged"]
-        G = gradient_from_alpha(be, X, y, o["alpha"], spec, dtype=np.float64)
-        np.testing.assert_allclose(o["G"], G, atol=1e-8)  # G (and G_bar after unshrinking) kept exact
-        assert kkt_gap(be, y, o["alpha"], G, C) <= 1e-4 + 1e-9
-        outs[(wg, first)] = 0.5 * o["alpha"].sum() - 0.5 * o["alpha"] @ o["G"]
-    ref = outs[("rows", False)]
-    for v in outs.values():
-        assert v == pytest.approx(ref, rel=1e-6)
+    assert _warm_options(be, "smo", {}, 10_000, 30_000, 30_000) == {"decomposition": "batched"}
+    assert _warm_options(be, "pa-smo", {"gram_dtype": "float64"}, 10_000, 30_000, 10_000) == {
+        "gram_dtype": "float64", "decomposition": "batched"}
+    assert _warm_options(be, "smo", {}, 2_500, 50_000, 50_000) == {}  # few SVs: pairwise (shrinking)
+    assert _warm_options(be, "smo", {}, 900, 3_000, 3_000) == {}  # small problem: pairwise
+    assert _warm_options(be, "smo", {"decomposition": "pairwise"}, 10_000, 30_000, 30_000) == {
+        "decomposition": "pairwise"}  # the user's choice is kept
+    assert _warm_options(be, "alfpgm", {}, 10_000, 30_000, 30_000) == {}
+
+
+def test_loose_subproblems_still_give_the_exact_top_level(ijcnn1_small):
+    X, y, _, _ = ijcnn1_small
+    ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
+    tight = DCSVC(C=32, gamma=2.0, n_levels=2, sub_tol=1e-3, device="cpu", random_state=0).fit(X, y)
+    loose = DCSVC(C=32, gamma=2.0, n_levels=2, sub_tol=0.5, device="cpu", random_state=0).fit(X, y)
+    d_ref = sklearn_svc_objective(ref)
+    for est in (tight, loose):
+        assert _rel(sklearn_svc_objective(est), d_ref) < 1e-4
+    # looser subproblems take fewer steps below the top
+    steps = lambda e: sum(lv["n_iter"] for lv in e.levels_ if lv["level"] != 0)  # noqa: E731
+    assert steps(loose) < steps(tight)

@@ -216,8 +216,7 @@ def _clipped_gain(p, q, a, alpha, C, G, y):
 # ---------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, coef0, degree,
-           store, tol, max_iter, shrinking, planning, pa_recent, eta, verbose, G_init, Gbar_init,
-           have_init, shrink_first):
+           store, tol, max_iter, shrinking, planning, pa_recent, eta, verbose):
     """SMO (LIBSVM) or planning-ahead SMO on the binary C-SVC dual; ``alpha`` is updated in place.
 
     Planning-ahead SMO (Glasmachers 2008) as implemented here
@@ -266,15 +265,11 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
     counters = np.zeros(4, dtype=np.int64)  # clock, used, hits, misses
     active_size = n
 
-    # ---- initial gradient (warm start: rows of the nonzero alphas, or given by the caller) ----
+    # ---- initial gradient (warm start: rows of the nonzero alphas) ----
     for t in range(n):
         G[t] = -1.0
-    if have_init:
-        for t in range(n):
-            G[t] = G_init[t]
-            Gbar[t] = Gbar_init[t]
     for i in range(n):
-        if (not have_init) and alpha[i] > 0.0:
+        if alpha[i] > 0.0:
             si = _get_row(i, -1, active_size, act, store, slot_of, owner, stamp, counters, sparse,
                           Xd, indptr, indices, data, sq, y, code, gamma, coef0, degree, buf)
             Qi = store[si]
@@ -303,8 +298,6 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
     status = 0
     unshrunk = False
     counter = min(n, 1000) + 1
-    if shrink_first:
-        counter = 1  # warm start: shrink at the first iteration (see smo_pairwise_cpu)
     while True:
         if max_iter >= 0 and it >= max_iter:
             status = 1
@@ -652,40 +645,6 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
 _CODES = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
 
 
-def _warm_gradients(be, X, y, C, alpha, spec, x_sqnorm, qdtype, max_bytes=64 * 2**20):
-    """(G, G_bar) of a warm start from Gram blocks: ``G = Q alpha - 1`` and
-    ``G_bar = sum_{alpha_i >= C_i} C_i Q[:, i]``, over row blocks of X against the nonzero alphas
-    (one gram block and one (rows x 2) product per block; float64 accumulation).
-
-    The Gram values are computed in float64 and rounded to ``qdtype``, the type of the cached Q rows:
-    the solver's later updates use the rounded rows, and a start computed with other values (exact
-    float64, or float32 blocks from sgemm and a float32 exp) is inconsistent with them. Measured on
-    full a9a (11k nonzero alphas, C = 32): with such a start the final gradient was off by more than
-    tol and the reported objective by 2e-5 relative, against 2e-6 with consistent rounding."""
-    n = y.shape[0]
-    sv = np.flatnonzero(alpha > 0.0)
-    m = sv.shape[0]
-    W = np.empty((m, 2))
-    W[:, 0] = alpha[sv] * y[sv]
-    W[:, 1] = np.where(alpha[sv] >= C[sv], C[sv] * y[sv], 0.0)
-    Xs = X[sv]
-    if x_sqnorm is None and spec.kind == "rbf":
-        x_sqnorm = be.row_sqnorms(X, np.float64)
-    sq_s = None if x_sqnorm is None else np.asarray(x_sqnorm)[sv]
-    rows = max(1, int(max_bytes) // (8 * m))
-    out = np.empty((n, 2))
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        K = be.gram(X[r0:r1], Xs, spec, x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
-                    y_sqnorm=sq_s, dtype=np.float64)
-        if qdtype != np.float64:
-            K = K.astype(qdtype).astype(np.float64)
-        out[r0:r1] = K @ W
-    G = y * out[:, 0] - 1.0
-    Gbar = y * out[:, 1]
-    return np.ascontiguousarray(G), np.ascontiguousarray(Gbar)
-
-
 def _prepare(X, spec, x_sqnorm):
     """Arrays for the compiled solver: dense float64 C-contiguous X, or the CSR triplet."""
     import scipy.sparse as sp
@@ -727,7 +686,7 @@ def _diag(sq, spec):
 @register_op("smo_pairwise", "cpu")
 def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=200 * 2**20, alpha0=None,
                      x_sqnorm=None, gram_dtype="float32", planning=False, pa_recent=2, shrinking=True,
-                     verbose=0, warm_gradient="blocks", warm_shrink_first=True):
+                     verbose=0):
     """Solve the binary C-SVC dual with pair-at-a-time SMO (LIBSVM) or planning-ahead SMO.
 
     Parameters
@@ -745,18 +704,6 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
         Byte budget of the Gram-row cache (at least two rows are always kept).
     alpha0 : ndarray of shape (n,), optional
         Feasible warm start; the gradient is computed from its nonzero entries.
-    warm_gradient : {"blocks", "rows"}
-        How a warm start's gradient ``G = Q alpha0 - 1`` and LIBSVM's ``G_bar`` (the part from the
-        variables at their upper bound) are formed: "blocks" (default) as Gram blocks of all rows
-        against the nonzero alphas (``be.gram``: a BLAS product plus the vectorized gram transform)
-        times the coefficient vectors, "rows" one Q row per nonzero alpha inside the compiled loop
-        (which also fills the row cache with full-length rows). Cold starts are unaffected.
-    warm_shrink_first : bool
-        With a warm start (and ``shrinking``), apply LIBSVM's shrinking rule at the first step
-        instead of after ``min(n, 1000)`` steps: a good warm start (DC-SVM's top level) already
-        tells which variables sit at a bound on the right side, and every Q row computed before the
-        first shrink costs the full ``n`` entries instead of the active ones. Cold starts are
-        unaffected (LIBSVM's schedule, bit-for-bit).
     gram_dtype : {"float32", "float64"}
         Type of the cached Gram values (alpha and the gradient are always float64).
     planning : bool
@@ -782,18 +729,10 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     row_bytes = max(1, n * np.dtype(qdtype).itemsize)
     cap = int(max(2, min(n, int(cache_bytes) // row_bytes)))
     store = np.empty((cap, n), dtype=qdtype)
-    warm = bool(np.any(alpha > 0.0))
-    if warm and warm_gradient == "blocks":
-        G0, Gbar0 = _warm_gradients(be, X, y, C, alpha, spec, x_sqnorm, qdtype)
-        have_init = True
-    else:
-        G0 = Gbar0 = np.zeros(1)
-        have_init = False
     G, it, status, n_plan, n_partner, hits, misses, _ = _solve(
         sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, _CODES[spec.kind], float(spec.gamma),
         float(spec.coef0), int(spec.degree), store, float(tol), int(max_iter), bool(shrinking),
-        bool(planning), int(pa_recent), PA_ETA, bool(verbose), G0, Gbar0, have_init,
-        bool(warm and shrinking and warm_shrink_first))
+        bool(planning), int(pa_recent), PA_ETA, bool(verbose))
     return {
         "alpha": alpha, "G": G, "n_iter": int(it), "converged": status == 0,
         "info": {"planning_steps": int(n_plan), "partner_steps": int(n_partner),
