@@ -12,14 +12,36 @@ Hsieh, Si and Dhillon, "A Divide-and-Conquer Solver for Kernel Support Vector Ma
      support vectors (adaptive clustering);
    * conquer: solve the C-SVC dual of every cluster independently, each warm-started from the current
      alpha restricted to the cluster (zero at the finest level), with the binary solver named by
-     ``solver`` (any registered one: "smo", "pa-smo", ...);
+     ``solver`` (any registered one: "smo", "pa-smo", ...), to the loose tolerance ``sub_tol``;
    * the concatenated cluster solutions are the current alpha for the next level, and the clusters'
      local models are kept for early prediction (eq. (11): a point is classified by the local model
      of the cluster whose kernel k-means mean is nearest in feature space);
 
-2. refine (optional): solve the problem restricted to the support vectors of level 1, warm-started;
+2. refine (optional): solve the problem restricted to the support vectors of level 1, warm-started,
+   to ``sub_tol``;
 3. top (level 0): solve the whole problem warm-started from that alpha. The top solve runs the same
-   exact solver to the same ``tol``, so the final model is the exact SVM solution, bias included.
+   exact solver to ``tol``, so the final model is the exact SVM solution, bias included.
+
+Where the time goes, and the choices made for it
+------------------------------------------------
+(CPU measurements with benchmarks/dcsvm_profile.py on full ijcnn1 and a9a; results in
+benchmarks/results/dcsvm_cpu.md.) DC-SVM to the top pays for: kernel k-means at every level (an
+``n x m`` Gram block to assign all points), the cluster solves, and a top-level solve whose warm start
+needs the gradient ``Q alpha - 1`` (``n_sv x n`` Gram values) before its first step. It wins only when
+the warm start removes more top-level work than the levels below cost. Hence:
+
+* the subproblems and the refine solve are only warm starts: they are solved to ``sub_tol`` (the
+  estimator's default ``max(tol, 0.1)``), which halved the time below the top with about the same
+  top-level work;
+* the k-means sample shrinks with the number of clusters (``max(1000, 8 k^l)`` at level l unless
+  ``sample_size`` is given), since the assignment is ``n x m`` Gram values per level;
+* the warm-started solves of the CPU pair-at-a-time SMO compute their start from Gram blocks and
+  shrink from the first step (:mod:`gpusvm._backend.ops.smo_pairwise`), and a warm start with many
+  nonzero alphas (a9a) runs the batched decomposition instead (:func:`_warm_options`);
+* how much the warm start saves depends on the data: it is large when the gram is local relative to
+  the clusters (ijcnn1, gamma = 2: 22k top-level SMO steps vs 31k cold) and small when it is wide
+  (a9a, gamma = 0.008: cross-cluster terms matter; 55k vs 64k steps) or when many new support
+  vectors appear at the top (skin_nonskin: 11k vs 14k steps).
 
 Bias
 ----
@@ -309,8 +331,9 @@ def _warm_options(be, solver, options, n_nonzero, n, size):
     and wins when they are most of them; when the start has many nonzero alphas (a9a: 11k of 32k),
     its steps touch them all and the batched decomposition (hundreds of variables per round on Gram
     rows held in memory) took half the time. Measured on full ijcnn1 (5% nonzero: pairwise top
-    5.0 s, batched 6.1 s) and a9a (34% nonzero: pairwise 21.1 s, batched 10.9 s), one CPU run
-    each (benchmarks/dcsvm_profile.py); the threshold between them is ``_BATCHED_WARM_FRACTION``.
+    5.6 s, batched 6.7 s wall) and a9a (34% nonzero: pairwise 13.7 s, batched 6.6 s), one CPU run
+    each (benchmarks/dcsvm_profile.py --k 8 --levels 2 --sub-tol 0.1 with ``top_options``); the
+    threshold between them is ``_BATCHED_WARM_FRACTION``.
     ``n_nonzero`` / ``n`` is that fraction over the whole training set (for the refine solve, whose
     points are all nonzero by construction: its size over n). An explicit ``decomposition`` option
     is always kept; problems (``size`` points) under ``_BATCHED_WARM_MIN_N`` keep the pairwise loop.
