@@ -35,9 +35,10 @@ the warm start removes more top-level work than the levels below cost. Hence:
   top-level work;
 * the k-means sample shrinks with the number of clusters (``max(1000, 8 k^l)`` at level l unless
   ``sample_size`` is given), since the assignment is ``n x m`` Gram values per level;
-* the warm-started solves of the CPU pair-at-a-time SMO compute their start from Gram blocks and
-  shrink from the first step (:mod:`gpusvm._backend.ops.smo_pairwise`), and a warm start with many
-  nonzero alphas (a9a) runs the batched decomposition instead (:func:`_warm_options`);
+* on the CPU, a refine/top warm start with many nonzero alphas (a9a) runs the batched
+  decomposition instead of the pair-at-a-time loop (:func:`_warm_options`). (Tried and dropped:
+  forming the pairwise loop's warm-start gradient from Gram blocks and shrinking from the first
+  step; 15-20% slower on the ijcnn1 and skin_nonskin top levels than the loop's own row gradient.);
 * how much the warm start saves depends on the data: it is large when the gram is local relative to
   the clusters (ijcnn1, gamma = 2: 22k top-level SMO steps vs 31k cold) and small when it is wide
   (a9a, gamma = 0.008: cross-cluster terms matter; 55k vs 64k steps) or when many new support
