@@ -6,7 +6,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
@@ -245,7 +244,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         from ._solvers.dcsvm import dcsvm_solve
 
         self._validate_params()
-        X = _prevalidate_X(X)
         if y is None:
             raise ValueError("DCSVC requires y to be passed, but the target y is None.")
         be = get_backend(self.device, X, y, sample_weight)
@@ -274,7 +272,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._gamma = gamma
         spec = self._gram_spec(gamma)
         rng, seed = self._rng()
-        xp = be.xp
         n_classes = len(classes)
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         cache_bytes = int(float(self.cache_size) * 2**20)
@@ -380,7 +377,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         self._check_fitted()
         level = self._resolve_level(level)
-        X = _prevalidate_X(X)
         lib = array_library(X)
         be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
         X = check_X(X, be, owner="DCSVC")
@@ -488,24 +484,3 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-
-def _prevalidate_X(X):
-    """Host-side checks with scikit-learn's wording for common mistakes (1-d input, zero features,
-    complex or object values); CuPy and sparse inputs pass through unchanged."""
-    if X is None or array_library(X) != "numpy" or sp.issparse(X):
-        return X
-    X = np.asarray(X)
-    if X.dtype.kind == "c":
-        raise ValueError("Complex data not supported.")
-    if X.dtype == object:
-        X = X.astype(np.float64)
-    if X.ndim == 1:
-        raise ValueError(f"Expected 2D array, got 1D array instead: array of shape {X.shape}. Reshape your data "
-                         "either using array.reshape(-1, 1) if your data has a single feature or "
-                         "array.reshape(1, -1) if it contains a single sample.")
-    if X.ndim == 2 and X.shape[1] == 0:
-        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    if X.ndim == 2 and X.shape[0] == 0:
-        raise ValueError(f"0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
-    return X
