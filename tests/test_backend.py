@@ -164,3 +164,17 @@ def test_gpu_backend_reports_device(gpu_backend):
     assert gpu_backend.is_gpu
     assert isinstance(gpu_backend.device_name, str) and gpu_backend.device_name
     assert gpusvm.get_backend("auto", gpu_backend.asarray(np.zeros((2, 2)))).is_gpu
+
+
+def test_auto_rule_counts_rows_of_plain_lists(monkeypatch):
+    """A nested list of >= AUTO_GPU_MIN_SAMPLES rows goes to the GPU as an array of that size would."""
+    import gpusvm._backend as backend_mod
+
+    sentinel = object()
+    monkeypatch.setattr(backend_mod, "gpu_status", lambda dev_id=None: (True, ""))
+    monkeypatch.setattr(backend_mod, "_gpu_backend", lambda dev_id: sentinel)
+    n = backend_mod.AUTO_GPU_MIN_SAMPLES
+    assert get_backend("auto", [[0.0, 1.0]] * n) is sentinel
+    assert get_backend("auto", np.zeros((n, 2))) is sentinel
+    assert get_backend("auto", [[0.0, 1.0]] * (n - 1)).name == "cpu"
+    assert get_backend("auto", np.zeros((n - 1, 2))).name == "cpu"

@@ -93,6 +93,19 @@ def _parse_device(device) -> tuple[str, int]:
     raise ValueError(f"The 'device' parameter must be 'auto', 'cpu', 'gpu' or 'gpu:N'. Got {device!r} instead.")
 
 
+def _n_rows(a) -> int:
+    """Rows of ``a``: ``shape[0]`` for arrays and sparse matrices, ``len`` for lists and other sequences."""
+    if a is None:
+        return 0
+    shape = getattr(a, "shape", None)
+    if shape:
+        return int(shape[0])
+    try:
+        return len(a)
+    except TypeError:
+        return 0
+
+
 def get_backend(device="auto", *arrays) -> Backend:
     """Return the backend for ``device`` ("auto", "cpu", "gpu" or "gpu:N") and the input ``arrays``.
 
@@ -126,8 +139,7 @@ def get_backend(device="auto", *arrays) -> Backend:
         if not ok:
             raise RuntimeError(f"CuPy inputs were given but no GPU is usable: {why}")
         return _gpu_backend(dev_id)
-    first = next((a for a in arrays if a is not None), None)
-    n = getattr(first, "shape", (0,))[0] if first is not None and getattr(first, "shape", None) else 0
+    n = _n_rows(next((a for a in arrays if a is not None), None))
     if n >= AUTO_GPU_MIN_SAMPLES and gpu_status(dev_id)[0]:
         return _gpu_backend(dev_id)
     from .numpy_backend import CPU
