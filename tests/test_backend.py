@@ -178,3 +178,44 @@ def test_auto_rule_counts_rows_of_plain_lists(monkeypatch):
     assert get_backend("auto", np.zeros((n, 2))) is sentinel
     assert get_backend("auto", [[0.0, 1.0]] * (n - 1)).name == "cpu"
     assert get_backend("auto", np.zeros((n - 1, 2))).name == "cpu"
+
+
+def _fake_cupy_error(name, message):
+    cls = type(name, (Exception,), {"__module__": "cupy.cuda.memory"})
+    return cls(message)
+
+
+class _FakeGpu(gpusvm._backend.base.Backend):
+    name = "gpu"
+    device_id = 3
+
+    @property
+    def device_name(self):
+        return "Fake GPU"
+
+    def memory_info(self):
+        return 2 * 2**30, 80 * 2**30
+
+
+def test_memory_guard_translates_device_oom():
+    import gpusvm._backend.base as base
+
+    be = _FakeGpu()
+    with pytest.raises(MemoryError, match=r"SVC\.fit ran out of GPU memory on Fake GPU \(device 3; "
+                                          r"2\.00 GiB free of 80\.00 GiB\).*lower cache_size"):
+        with be.memory_guard("SVC.fit", hint="lower cache_size"):
+            raise _fake_cupy_error("OutOfMemoryError", "Out of memory allocating 1,024 bytes")
+    runtime = type("CUDARuntimeError", (Exception,), {"__module__": "cupy_backends.cuda.api.runtime"})
+    assert base.is_device_oom(runtime("cudaErrorMemoryAllocation: out of memory"))
+    assert not base.is_device_oom(runtime("cudaErrorInvalidValue: invalid argument"))
+    assert not base.is_device_oom(MemoryError("host"))  # NumPy's own: not translated
+    # other errors, and any error on the CPU backend, pass through unchanged
+    with pytest.raises(ValueError, match="unrelated"):
+        with be.memory_guard("SVC.fit"):
+            raise ValueError("unrelated")
+    from gpusvm._backend.numpy_backend import CPU
+
+    err = _fake_cupy_error("OutOfMemoryError", "x")
+    with pytest.raises(type(err)):
+        with CPU.memory_guard("SVC.fit"):
+            raise err

@@ -16,6 +16,7 @@ its fused ops in a file of its own without touching the backends.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import threading
@@ -47,6 +48,23 @@ def _discover_ops() -> None:
         for info in pkgutil.iter_modules(ops.__path__):
             importlib.import_module(f"{ops.__name__}.{info.name}")
         _DISCOVERED = True
+
+
+def is_device_oom(exc: BaseException) -> bool:
+    """True for the ways CuPy and the CUDA libraries report an exhausted device memory.
+
+    Matched by name so that this module never imports CuPy: ``cupy.cuda.memory.OutOfMemoryError``
+    (memory pool), a ``CUDARuntimeError`` of ``cudaErrorMemoryAllocation`` and the cuBLAS/cuSPARSE
+    ``..._STATUS_ALLOC_FAILED`` errors (workspace allocations inside the libraries).
+    """
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    if not module.startswith("cupy"):
+        return False
+    if name == "OutOfMemoryError":
+        return True
+    text = str(exc)
+    return "cudaErrorMemoryAllocation" in text or "STATUS_ALLOC_FAILED" in text
 
 
 def registered_ops() -> dict[str, tuple[str, ...]]:
@@ -128,6 +146,33 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<gpusvm {self.name} backend: {self.device_name}>"
+
+    @contextlib.contextmanager
+    def memory_guard(self, what: str, hint: str = ""):
+        """Turn a device out-of-memory error raised inside the block into a ``MemoryError`` that says
+        what ran out, on which device, how much memory the device has free, and what to do about it.
+
+        ``what`` names the operation ("SVC.fit"); ``hint`` adds estimator-specific advice (for example
+        "lower cache_size"). Other exceptions pass through unchanged; on the CPU this is a no-op
+        wrapper (NumPy raises ``MemoryError`` itself).
+        """
+        try:
+            yield
+        except Exception as exc:
+            if not (self.is_gpu and is_device_oom(exc)):
+                raise
+            try:
+                free, total = self.memory_info()
+                where = f"{free / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB"
+            except Exception:  # the device may be unusable after the failure
+                where = "free memory unknown"
+            advice = (hint + "; " if hint else "") + (
+                "or fit on device='cpu', or use BudgetSVC / DCSVC, whose memory does not grow with "
+                "the number of training points squared")
+            raise MemoryError(
+                f"{what} ran out of GPU memory on {self.device_name} (device {self.device_id}; "
+                f"{where}): {exc}. To fit, {advice}."
+            ) from exc
 
     @property
     def device_name(self) -> str:  # pragma: no cover - overridden
