@@ -143,3 +143,30 @@ def check_sample_weight(sample_weight, n_samples, *, owner=None):
     if (sw < 0).any():
         raise ValueError(f"'sample_weight'{where} has negative values (min {sw.min()}); weights must be >= 0.")
     return sw
+
+
+def to_numpy(x):
+    """``x`` (a NumPy or CuPy array, or anything ``np.asarray`` takes) as a host NumPy array."""
+    if array_library(x) == "cupy":
+        return x.get()
+    return np.asarray(x)
+
+
+def to_input_library(x, lib):
+    """Return the dense result ``x`` (NumPy or CuPy) in array library ``lib``: ``"cupy"`` or ``"numpy"``.
+
+    ``lib`` is ``array_library(X)`` of the estimator's input, so that ``predict`` and
+    ``decision_function`` answer a CuPy (or cupyx CSR) input with a CuPy array and anything else with a
+    NumPy array, wherever the model lives. Labels CuPy cannot hold (strings, objects) stay NumPy.
+    CuPy is imported only when the input was CuPy, so it is importable then.
+    """
+    if lib == "cupy":
+        if array_library(x) == "cupy":
+            return x
+        x = np.asarray(x)
+        if x.dtype.kind not in "biufc":
+            return x
+        import cupy as cp
+
+        return cp.asarray(x)
+    return to_numpy(x)

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._backend import array_library, get_backend
 from ._gram import GramSpec, resolve_gamma
 from ._solvers.bsgd import bsgd
-from ._validation import check_options, check_scalar, check_X, check_y
+from ._validation import check_options, check_scalar, check_X, check_y, to_input_library, to_numpy
 
 __all__ = ["BudgetSVC"]
 
@@ -235,21 +235,11 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         dec = be.xp.concatenate(parts, axis=0) + be.asarray(self.intercept_)[None, :]
         if dec.shape[1] == 1:
             dec = dec[:, 0]
-        if lib == "cupy" and not be.is_gpu:
-            import cupy as cp
-
-            return cp.asarray(dec)
-        return be.to_host(dec) if lib != "cupy" else dec
+        return to_input_library(dec, lib)
 
     def predict(self, X):
         """Class labels of shape (n_samples,), in the input's array library."""
         dec = self.decision_function(X)
-        lib = array_library(dec)
-        d = dec.get() if lib == "cupy" else np.asarray(dec)
+        d = to_numpy(dec)
         idx = (d > 0).astype(np.int64) if d.ndim == 1 else d.argmax(axis=1)
-        out = self.classes_[idx]
-        if lib == "cupy":
-            import cupy as cp
-
-            return cp.asarray(out)
-        return out
+        return to_input_library(self.classes_[idx], array_library(dec))

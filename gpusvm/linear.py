@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
-from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
+                          to_input_library, to_numpy)
 
 __all__ = ["LinearSVC"]
 
@@ -194,7 +195,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             array library of ``X`` (computed on the GPU for CuPy input, on the CPU otherwise).
         """
         check_is_fitted(self, "coef_")
-        be = get_backend("auto" if array_library(X) == "cupy" else "cpu", X)
+        lib = array_library(X)
+        be = get_backend("auto" if lib == "cupy" else "cpu", X)
         X = check_X(X, be, owner=type(self).__name__)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
@@ -202,20 +204,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         W = be.asarray(self.coef_.T, dtype=X.dtype)
         b = be.asarray(self.intercept_, dtype=X.dtype)
         scores = be.dot(X, W) + b
-        return scores[:, 0] if scores.shape[1] == 1 else scores
+        return to_input_library(scores[:, 0] if scores.shape[1] == 1 else scores, lib)
 
     def predict(self, X):
         """Predicted class labels, shape (n_samples,), in the array library of ``X`` when numeric."""
         scores = self.decision_function(X)
-        if array_library(scores) == "cupy":
-            import cupy as cp
-
-            idx = (scores > 0).astype(cp.int64) if scores.ndim == 1 else cp.argmax(scores, axis=1)
-            if self.classes_.dtype.kind in "biuf":
-                return cp.asarray(self.classes_)[idx]
-            return self.classes_[cp.asnumpy(idx)]
-        idx = (scores > 0).astype(np.int64) if scores.ndim == 1 else np.argmax(scores, axis=1)
-        return self.classes_[idx]
+        s = to_numpy(scores)
+        idx = (s > 0).astype(np.int64) if s.ndim == 1 else np.argmax(s, axis=1)
+        return to_input_library(self.classes_[idx], array_library(scores))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,7 +11,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend
 from ._gram import GramSpec, resolve_gamma
-from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
+                          to_input_library, to_numpy)
 
 __all__ = ["SVC"]
 
@@ -352,14 +353,6 @@ class SVC(ClassifierMixin, BaseEstimator):
             dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
         return be, dec, lib
 
-    @staticmethod
-    def _out(be, x, lib):
-        if lib == "cupy":
-            import cupy as cp
-
-            return cp.asarray(x)
-        return np.asarray(be.to_host(x))
-
     def decision_function(self, X):
         """Decision values.
 
@@ -373,16 +366,16 @@ class SVC(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes) for "ovr" or (n_samples, n_classes * (n_classes - 1) / 2) for "ovo",
         in the input's array library.
         """
-        be, dec, lib = self._pair_decision(X)
+        _, dec, lib = self._pair_decision(X)
         k = len(self.classes_)
         if k == 2:
-            return self._out(be, -dec[:, 0], lib)
+            return to_input_library(-dec[:, 0], lib)
         if self.decision_function_shape == "ovr":
             from sklearn.utils.multiclass import _ovr_decision_function
 
-            d = np.asarray(be.to_host(dec))
-            return self._out(be, _ovr_decision_function(d < 0, -d, k), lib)
-        return self._out(be, dec, lib)
+            d = to_numpy(dec)
+            return to_input_library(_ovr_decision_function(d < 0, -d, k), lib)
+        return to_input_library(dec, lib)
 
     def predict(self, X):
         """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index).
@@ -395,8 +388,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,), in the input's array library.
         """
-        be, dec, lib = self._pair_decision(X)
-        d = np.asarray(be.to_host(dec))
+        _, dec, lib = self._pair_decision(X)
+        d = to_numpy(dec)
         k = len(self.classes_)
         votes = np.zeros((d.shape[0], k), dtype=np.int64)
         p = 0
@@ -407,20 +400,14 @@ class SVC(ClassifierMixin, BaseEstimator):
                 votes[:, b] += ~pos
                 p += 1
         pred = self.classes_[np.argmax(votes, axis=1)]
-        return self._out(be, pred, lib)
+        return to_input_library(pred, lib)
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y)."""
         from sklearn.metrics import accuracy_score
 
-        pred = self.predict(X)
-        if array_library(pred) == "cupy":
-            pred = pred.get()
-        if array_library(y) == "cupy":
-            y = y.get()
-        if array_library(sample_weight) == "cupy":
-            sample_weight = sample_weight.get()
-        return accuracy_score(y, pred, sample_weight=sample_weight)
+        sw = None if sample_weight is None else to_numpy(sample_weight)
+        return accuracy_score(to_numpy(y), to_numpy(self.predict(X)), sample_weight=sw)
 
     def to_device(self, device):
         """Move a fitted model to ``device`` ("cpu", "gpu" or "gpu:N") and return it.
