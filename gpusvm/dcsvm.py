@@ -108,6 +108,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``.
     executor : concurrent.futures.Executor, default=None
         Where the subproblems run; None: in this process, one after the other.
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        Shape of :meth:`decision_function` for more than two classes, as scikit-learn's SVC: "ovr"
+        turns the one-vs-one values into one column per class (votes plus a confidence tie-break);
+        "ovo" returns one column per class pair. Predictions are the one-vs-one vote either way.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
     random_state : int, numpy Generator/RandomState or None, default=None
         Seeds the kernel k-means samples and seeds.
@@ -145,7 +149,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                  n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine=True, tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
-                 device="auto", random_state=None, verbose=0):
+                 decision_function_shape="ovr", device="auto", random_state=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -163,6 +167,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.cache_size = cache_size
         self.max_iter = max_iter
         self.executor = executor
+        self.decision_function_shape = decision_function_shape
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -174,6 +179,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         own = "DCSVC"
         check_scalar(self.C, "C", own, low=0.0, low_open=True)
         check_options(self.kernel, "kernel", own, _KERNELS)
+        check_options(self.decision_function_shape, "decision_function_shape", own, ("ovr", "ovo"))
         check_scalar(self.degree, "degree", own, kind="int", low=1)
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", own, ("scale", "auto"))
@@ -246,6 +252,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._validate_params()
         if y is None:
             raise ValueError("DCSVC requires y to be passed, but the target y is None.")
+        if array_library(y) == "numpy":
+            y = np.asarray(y)
+        if array_library(y) == "numpy" and y.ndim == 2 and y.shape[1] == 1:
+            from sklearn.exceptions import DataConversionWarning
+
+            warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
+                          "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=2)
         be = get_backend(self.device, X, y, sample_weight)
         X = check_X(X, be, owner="DCSVC")
         n, d = int(X.shape[0]), int(X.shape[1])
@@ -431,13 +444,20 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        array of shape (n_samples,) for two classes (> 0 means ``classes_[1]``), else one-vs-one values
-        of shape (n_samples, n_classes * (n_classes - 1) / 2) (> 0 favours the pair's first class), in
+        array of shape (n_samples,) for two classes (> 0 means ``classes_[1]``), else of shape
+        (n_samples, n_classes) for ``decision_function_shape="ovr"`` or one-vs-one values of shape
+        (n_samples, n_classes * (n_classes - 1) / 2) (> 0 favours the pair's first class) for "ovo", in
         the input's array library.
         """
         be, dec, lib = self._pair_decision(X, level)
-        if len(self.classes_) == 2:
+        k = len(self.classes_)
+        if k == 2:
             return self._out(be, -dec[:, 0], lib)
+        if self.decision_function_shape == "ovr":
+            from sklearn.utils.multiclass import _ovr_decision_function
+
+            d = np.asarray(be.to_host(dec))
+            return self._out(be, _ovr_decision_function(d < 0, -d, k), lib)
         return self._out(be, dec, lib)
 
     def predict(self, X, level=None):

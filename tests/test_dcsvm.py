@@ -324,3 +324,49 @@ def test_loose_subproblems_still_give_the_exact_top_level(ijcnn1_small):
     # looser subproblems take fewer steps below the top
     steps = lambda e: sum(lv["n_iter"] for lv in e.levels_ if lv["level"] != 0)  # noqa: E731
     assert steps(loose) < steps(tight)
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn's estimator contract
+# ---------------------------------------------------------------------------------------------
+def test_bench_entry_sizes_levels_without_changing_its_parameters():
+    from sklearn.base import clone
+
+    from gpusvm.bench.entry_dcsvm import SizedDCSVC, sized_levels
+
+    X, y = load_bundled("breast_cancer")  # 683 rows: 4**3 = 64 <= 683 / 8 < 4**4
+    assert sized_levels(y) == 3
+    est = SizedDCSVC(C=2.0, gamma=0.1, early_level=3, device="cpu", random_state=0)
+    before = est.get_params()
+    est.fit(X, y)
+    assert est.get_params() == before  # fit leaves the parameters alone (clone-safe)
+    assert clone(est).get_params() == before
+    assert est.estimator_.n_levels == 3 and est.estimator_.early_stop_level == 3
+    assert [lv["level"] for lv in est.levels_] == [3]
+    # the same data through a plain DCSVC with the sized parameters gives the same predictions
+    ref = DCSVC(C=2.0, gamma=0.1, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    top = SizedDCSVC(C=2.0, gamma=0.1, device="cpu", random_state=0).fit(X[:100], y[:100])
+    assert top.estimator_.n_levels == 1  # 4 clusters <= 100 / 8 < 16
+    assert _rel(sklearn_svc_objective(top), sklearn_svc_objective(SkSVC(C=2.0, gamma=0.1).fit(X[:100], y[:100]))) < 1e-3
+
+
+def _dcsvc_checks():
+    from sklearn.utils.estimator_checks import parametrize_with_checks
+
+    # one level of 2 clusters: the check data sets have as few as ~10 rows per class pair
+    return parametrize_with_checks([DCSVC(n_levels=1, n_clusters_per_level=2, device="cpu", random_state=0)],
+                                   expected_failed_checks=lambda est: _DCSVC_XFAIL)
+
+
+_DCSVC_XFAIL = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "as sklearn's own SVC (it xfails this check too): gamma='scale' depends on the repeated rows",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "as sklearn's own SVC (it xfails this check too): gamma='scale' depends on the repeated rows",
+}
+
+
+@_dcsvc_checks()
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
