@@ -23,6 +23,26 @@ def _host(be, x):
     return np.asarray(be.to_host(x))
 
 
+def _as_csr_matrix(m):
+    """A SciPy ``csr_array`` as ``csr_matrix`` (sklearn's type for a sparse fit); anything else (a
+    ``csr_matrix``, a cupyx CSR matrix) unchanged."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(m) if sp.issparse(m) and not sp.isspmatrix(m) else m
+
+
+def _full_pattern_csr(dense):
+    """``dense`` (2-d, host) as a SciPy ``csr_matrix`` storing every entry, zeros included: the layout
+    of sklearn's ``dual_coef_`` after a sparse fit (each row holds one coefficient per support vector)."""
+    import scipy.sparse as sp
+
+    rows, cols = dense.shape
+    indices = np.tile(np.arange(cols, dtype=np.int32), rows)
+    indptr = np.arange(rows + 1, dtype=np.int32) * cols
+    return sp.csr_matrix((np.ascontiguousarray(dense, dtype=np.float64).ravel(), indices, indptr),
+                         shape=(rows, cols))
+
+
 class SVC(ClassifierMixin, BaseEstimator):
     """C-support vector classification with an exact dual solver, on the CPU or the GPU.
 
@@ -86,8 +106,11 @@ class SVC(ClassifierMixin, BaseEstimator):
     support_ : ndarray of shape (n_SV,)
         Indices of the support vectors in the training data, grouped by class.
     support_vectors_ : {ndarray, CSR matrix} of shape (n_SV, n_features)
-    dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
-        LIBSVM's one-vs-one layout (as sklearn).
+        Dense after a dense fit; a CSR matrix (``scipy.sparse.csr_matrix``, or
+        ``cupyx.scipy.sparse.csr_matrix`` after a GPU fit) after a sparse fit, as sklearn.
+    dual_coef_ : {ndarray, CSR matrix} of shape (n_classes - 1, n_SV)
+        LIBSVM's one-vs-one layout (as sklearn). After a sparse fit a CSR matrix of the same types as
+        ``support_vectors_`` that stores every entry, zeros included (sklearn's layout).
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
     n_support_ : ndarray of shape (n_classes,)
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
@@ -104,7 +127,12 @@ class SVC(ClassifierMixin, BaseEstimator):
     Fitted attributes stay on the device of the fit: ``support_vectors_``, ``dual_coef_``,
     ``intercept_`` and ``support_`` are CuPy arrays after a GPU fit; ``classes_``, ``n_support_``,
     ``n_iter_`` and ``objective_`` are always NumPy. :meth:`to_device` moves a fitted model
-    ("cpu" or "gpu") and returns it. Predictions come back in the input's array library.
+    ("cpu" or "gpu") and returns it (sparse attributes stay sparse: SciPy CSR on the CPU, cupyx CSR
+    on the GPU). Predictions come back in the input's array library.
+
+    A model fitted on sparse X predicts on dense X and the other way round (the gram is the same
+    either way). sklearn accepts the first and raises for the second ("cannot use sparse input in
+    'SVC' trained on dense data"); we accept both.
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
@@ -298,7 +326,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))
-        self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
+        sv = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
+        if be.issparse(X):  # as sklearn: a sparse fit keeps CSR support vectors and a CSR dual_coef_
+            sv = _as_csr_matrix(sv)
+            dual = _full_pattern_csr(dual)  # be.asarray below moves it to the fit device (cupyx CSR)
+        self.support_vectors_ = sv
         self.dual_coef_ = be.asarray(dual)
         self.intercept_ = be.asarray(intercept)
         self._pair_coef = be.asarray(coefs)

@@ -1,0 +1,189 @@
+"""SVC's fitted attributes against scikit-learn's (types, shapes, values) for dense and sparse fits, and
+the shared output-library helper of the estimators."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits
+from sklearn.svm import SVC as SkSVC
+
+from gpusvm import SVC
+from gpusvm._validation import to_input_library, to_numpy
+
+from conftest import load_subset
+
+KW = dict(C=4.0, gamma=0.05, tol=1e-5)
+
+
+def _digits_sparse(n=500, n_classes=4):
+    """Digits scaled to [0, 1]: about half the pixels are 0, so CSR is the natural format."""
+    X, y = load_digits(return_X_y=True)
+    keep = y < n_classes
+    X, y = X[keep][:n] / 16.0, y[keep][:n]
+    return sp.csr_matrix(X), y
+
+
+def _check_like_sklearn(m, ref, X):
+    """Same types, shapes, sparsity layout and (up to solver tolerance) values as sklearn's model."""
+    for name in ("support_vectors_", "dual_coef_"):
+        a, b = getattr(m, name), getattr(ref, name)
+        assert type(a) is type(b), (name, type(a), type(b))
+        assert a.shape == b.shape, name
+    for name in ("support_", "intercept_", "n_support_"):
+        assert isinstance(getattr(m, name), np.ndarray), name
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    np.testing.assert_array_equal(m.n_support_, ref.n_support_)
+    if sp.issparse(ref.support_vectors_):
+        # sklearn's layouts: the SV rows as stored in X; dual_coef_ stores every entry, zeros included
+        np.testing.assert_array_equal(m.support_vectors_.indptr, ref.support_vectors_.indptr)
+        np.testing.assert_array_equal(m.support_vectors_.indices, ref.support_vectors_.indices)
+        np.testing.assert_array_equal(m.support_vectors_.data, ref.support_vectors_.data)
+        assert m.dual_coef_.nnz == ref.dual_coef_.nnz == np.prod(ref.dual_coef_.shape)
+        np.testing.assert_array_equal(m.dual_coef_.indptr, ref.dual_coef_.indptr)
+        np.testing.assert_array_equal(m.dual_coef_.indices, ref.dual_coef_.indices)
+        dual, dual_ref = m.dual_coef_.toarray(), ref.dual_coef_.toarray()
+    else:
+        np.testing.assert_array_equal(m.support_vectors_, ref.support_vectors_)
+        dual, dual_ref = m.dual_coef_, ref.dual_coef_
+    C = KW["C"]
+    np.testing.assert_allclose(dual, dual_ref, rtol=0, atol=1e-4 * C)
+    np.testing.assert_allclose(m.intercept_, ref.intercept_, rtol=0, atol=1e-3)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_sparse_fit_attributes_match_sklearn(n_classes):
+    X, y = _digits_sparse(n_classes=n_classes)
+    m = SVC(device="cpu", **KW).fit(X, y)
+    ref = SkSVC(**KW).fit(X, y)
+    assert isinstance(m.support_vectors_, sp.csr_matrix) and isinstance(m.dual_coef_, sp.csr_matrix)
+    _check_like_sklearn(m, ref, X)
+
+
+def test_sparse_fit_attributes_match_sklearn_a9a(data_dir):
+    """Truly sparse binary features (a9a: 14 of 123 non-zero per row)."""
+    X, y = load_subset(data_dir, "a9a.xz", 600, n_features=123)
+    m = SVC(device="cpu", **KW).fit(X, y)
+    ref = SkSVC(**KW).fit(X, y)
+    _check_like_sklearn(m, ref, X)
+
+
+def test_dense_fit_attributes_stay_dense():
+    X, y = _digits_sparse()
+    Xd = X.toarray()
+    m = SVC(device="cpu", **KW).fit(Xd, y)
+    ref = SkSVC(**KW).fit(Xd, y)
+    assert isinstance(m.support_vectors_, np.ndarray) and isinstance(m.dual_coef_, np.ndarray)
+    _check_like_sklearn(m, ref, Xd)
+
+
+def test_csr_array_input_gives_csr_matrix_attributes():
+    """sklearn returns csr_matrix attributes for a csr_array input too."""
+    X, y = _digits_sparse(n_classes=2)
+    m = SVC(device="cpu", **KW).fit(sp.csr_array(X), y)
+    assert type(m.support_vectors_) is sp.csr_matrix and type(m.dual_coef_) is sp.csr_matrix
+
+
+def test_predict_across_input_kinds():
+    """A sparse-fit model predicts dense X (as sklearn) and a dense-fit model predicts sparse X (sklearn
+    raises there; we accept it: the gram is the same either way)."""
+    X, y = _digits_sparse()
+    Xd = X.toarray()
+    ms = SVC(device="cpu", **KW).fit(X, y)
+    md = SVC(device="cpu", **KW).fit(Xd, y)
+    ref = SkSVC(**KW).fit(X, y)
+    dref = ref.decision_function(Xd)
+    for m in (ms, md):
+        for Xin in (X, Xd):
+            np.testing.assert_allclose(m.decision_function(Xin), dref, rtol=0, atol=1e-3)
+            out = m.predict(Xin)
+            assert isinstance(out, np.ndarray)
+            np.testing.assert_array_equal(out, ref.predict(Xd))
+    with pytest.raises(ValueError, match="trained on dense data"):
+        SkSVC(**KW).fit(Xd, y).predict(X)  # sklearn's behaviour, which we document as different
+
+
+def test_pickled_sparse_model_round_trips():
+    X, y = _digits_sparse()
+    m = SVC(device="cpu", **KW).fit(X, y)
+    m2 = pickle.loads(pickle.dumps(m))
+    for name in ("support_vectors_", "dual_coef_"):
+        a, b = getattr(m, name), getattr(m2, name)
+        assert type(b) is sp.csr_matrix and b.shape == a.shape and b.nnz == a.nnz
+        np.testing.assert_array_equal(b.toarray(), a.toarray())
+    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    np.testing.assert_array_equal(m2.decision_function(X), m.decision_function(X))
+
+
+def test_to_device_cpu_keeps_sparse_attributes():
+    X, y = _digits_sparse(n_classes=2)
+    m = SVC(device="cpu", **KW).fit(X, y)
+    before = m.decision_function(X)
+    m.to_device("cpu")
+    assert isinstance(m.support_vectors_, sp.csr_matrix) and isinstance(m.dual_coef_, sp.csr_matrix)
+    np.testing.assert_array_equal(m.decision_function(X), before)
+
+
+def test_gpu_sparse_fit_attributes(gpu_backend):
+    """cupyx CSR in: cupyx CSR attributes, equal to the CPU model; predictions in the input's library."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    X, y = _digits_sparse()
+    cpu = SVC(device="cpu", **KW).fit(X, y)
+    Xg = csp.csr_matrix(X)
+    m = SVC(device="gpu", **KW).fit(Xg, cp.asarray(y))
+    assert isinstance(m.support_vectors_, csp.csr_matrix) and isinstance(m.dual_coef_, csp.csr_matrix)
+    assert m.support_vectors_.shape == cpu.support_vectors_.shape
+    assert m.dual_coef_.shape == cpu.dual_coef_.shape and m.dual_coef_.nnz == cpu.dual_coef_.nnz
+    np.testing.assert_array_equal(cp.asnumpy(m.support_), cpu.support_)
+    np.testing.assert_allclose(m.dual_coef_.get().toarray(), cpu.dual_coef_.toarray(), rtol=0, atol=1e-4 * KW["C"])
+    out = m.decision_function(Xg)
+    assert isinstance(out, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(out), cpu.decision_function(X), rtol=0, atol=1e-3)
+    assert isinstance(m.predict(X), np.ndarray) and isinstance(m.predict(Xg.toarray()), cp.ndarray)
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(cp.asnumpy(m2.predict(Xg)), cp.asnumpy(m.predict(Xg)))
+    m.to_device("cpu")
+    assert isinstance(m.support_vectors_, sp.csr_matrix) and isinstance(m.dual_coef_, sp.csr_matrix)
+    np.testing.assert_allclose(m.decision_function(X), cp.asnumpy(out), rtol=0, atol=1e-9)
+    m.to_device("gpu")
+    assert isinstance(m.support_vectors_, csp.csr_matrix) and isinstance(m.dual_coef_, csp.csr_matrix)
+
+
+# ---- the output helper shared by SVC, LinearSVC and BudgetSVC ---------------------------------------
+
+def test_to_numpy_and_to_input_library_on_host():
+    x = np.arange(3.0)
+    assert to_input_library(x, "numpy") is not None and isinstance(to_input_library(x, "numpy"), np.ndarray)
+    assert isinstance(to_numpy([1, 2]), np.ndarray)
+    # labels CuPy cannot hold stay NumPy even for CuPy input (no CuPy import needed to decide)
+    labels = np.array(["a", "b"], dtype=object)
+    assert to_input_library(labels, "cupy") is labels
+    assert to_input_library(np.array(["a", "b"]), "cupy").dtype.kind == "U"
+
+
+def test_to_input_library_gpu(gpu_backend):
+    import cupy as cp
+
+    x = np.arange(4.0)
+    g = to_input_library(x, "cupy")
+    assert isinstance(g, cp.ndarray) and to_input_library(g, "cupy") is g
+    back = to_input_library(g, "numpy")
+    assert isinstance(back, np.ndarray)
+    np.testing.assert_array_equal(back, x)
+    assert isinstance(to_numpy(g), np.ndarray)
+
+
+def test_string_labels_come_back_as_numpy_from_every_estimator():
+    from gpusvm import BudgetSVC, LinearSVC
+
+    X, y = _digits_sparse(n_classes=2)
+    labels = np.where(y == 0, "zero", "one")
+    for est in (SVC(device="cpu", **KW), LinearSVC(device="cpu"), BudgetSVC(device="cpu", random_state=0)):
+        pred = est.fit(X, labels).predict(X)
+        assert isinstance(pred, np.ndarray) and set(pred.tolist()) <= {"zero", "one"}, type(est).__name__
