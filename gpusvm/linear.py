@@ -142,8 +142,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[0]!r}.")
-        cw = compute_class_weight(self.class_weight, classes=classes, y=y)
-        C_host = float(self.C) * cw[y_idx] * sw
+        if self.class_weight is None:  # skip sklearn's helper: it builds Python sets of all labels
+            C_host = float(self.C) * sw
+        else:
+            C_host = float(self.C) * compute_class_weight(self.class_weight, classes=classes, y=y)[y_idx] * sw
         if not np.any(C_host > 0):
             raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
                              "one sample needs a positive weight.")

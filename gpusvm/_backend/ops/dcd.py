@@ -18,7 +18,9 @@ with ``w = sum_i alpha_i y_i [x_i, bias]`` kept up to date (``w`` has ``d + 1`` 
 being the bias weight). All state lives in arrays the caller owns, so a solve can be split into calls
 of a few sweeps each (the Python level sees sweeps only, and reads the state once per call):
 
-``istate`` (int64): [active_size, sweeps done, coordinate visits, converged flag, canstop flag]
+``istate`` (int64): [active_size, sweeps done, coordinate visits, converged flag, canstop flag], and
+optionally (CPU twin only, for diagnostics) a 6th entry to which each sweep adds the number of visits
+that moved ``alpha_i``
 ``fstate`` (float64): [v_max of the previous sweep, v_min of the previous sweep, AVSF reference gain,
 AVSF preference sum, v_max - v_min of the last sweep]
 ``rng`` (uint64, 1): state of a SplitMix64 generator shared by the CPU twin and the CUDA kernel, so
@@ -165,6 +167,7 @@ def _make_sweeps(SPARSE, AVSF):
             updates = istate[2]
             ref = fstate[2]
             prefsum = fstate[3]
+            moves = 0
             s = 0
             while s < active:
                 # Prefetch the row and alpha of the visit PREFETCH_AHEAD positions ahead, and the row
@@ -231,6 +234,7 @@ def _make_sweeps(SPARSE, AVSF):
                     delta = na - a
                     if delta != 0.0:
                         alpha[i] = na
+                        moves += 1
                         coef = delta * yi
                         if SPARSE:
                             for p in range(p0, p1):
@@ -256,6 +260,8 @@ def _make_sweeps(SPARSE, AVSF):
                 s += 1
             istate[1] += 1
             istate[2] = updates
+            if istate.shape[0] > ISTATE_LEN:  # optional counter of the steps that moved alpha_i
+                istate[ISTATE_LEN] += moves
             fstate[2] = ref
             fstate[3] = prefsum
             gap = pgmax_new - pgmin_new
