@@ -196,6 +196,38 @@ def test_random_state_reproducible_and_counts():
     assert c.n_updates_ <= c.n_iter_ * 200  # shrinking visits fewer
 
 
+def test_class_weight_none_equals_unit_weights():
+    # fit skips sklearn's compute_class_weight when class_weight is None; unit weights must agree exactly
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(150, 5))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=150) > 0, "b", "a")
+    a = LinearSVC(C=0.5, tol=1e-5, random_state=3).fit(X, y)
+    b = LinearSVC(C=0.5, tol=1e-5, random_state=3, class_weight={"a": 1.0, "b": 1.0}).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+@pytest.mark.parametrize("avsf", [False, True])
+def test_sweep_op_counts_moving_visits(avsf):
+    # istate[5] (optional) counts the visits that changed alpha_i: after the first sweep from alpha = 0
+    # (every variable visited once by DCD), exactly the nonzero alphas moved
+    rng = np.random.default_rng(8)
+    n, d = 120, 6
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + rng.normal(size=n) > 0, 1.0, -1.0)
+    alpha, w = np.zeros(n), np.zeros(d + 1)
+    qd = (X * X).sum(axis=1) + 1.0
+    fstate = np.array([np.inf, -np.inf, 0.0, float(n), np.inf])
+    istate = np.array([n, 0, 0, 0, 1, 0], dtype=np.int64)
+    CPU.dcd_sweeps(X, y, qd, np.full(n, 0.1), np.zeros(n), 1.0, alpha, w, np.arange(n), np.ones(n), fstate,
+                   istate, np.array([5], dtype=np.uint64), 1, 1e-3, avsf=avsf)
+    assert istate[2] == n
+    if not avsf:
+        assert istate[5] == np.count_nonzero(alpha)
+    assert 0 < istate[5] <= istate[2]
+    np.testing.assert_allclose(w[:d], X.T @ (alpha * y), atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "params, match",
     [
