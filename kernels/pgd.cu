@@ -181,7 +181,17 @@ __global__ void alfpgm_subproblem(const T* __restrict__ Q, int nb, const double*
     // ---- projection onto {y^T d = 0} within the box, moving the free variables only -----------
     // pass 0: variables strictly inside the box; pass 1 (fallback when they cannot absorb the
     // residual): all variables. Same bisection as the Numba twin.
+    // ---- snap: one projected-gradient step from x, at the final multiplier, decides the bounds ----
+    // grad L_mu(x, lam_old) = Q x + lin - y lam_new (gx was computed at x by the last check)
     double xt = own ? x[t] : 0.0;
+    {
+        double qx = pgd_matvec_col(Q, nb, x, t);  // x is complete (barrier after the outer loop)
+        if (own) {
+            double u = xt - inv_l * (qx + ct - yt * lam);
+            if (xt > lt && u <= lt) xt = lt;
+            else if (xt < ht && u >= ht) xt = ht;
+        }
+    }
     const bool free_t = own && lt < xt && xt < ht;
     double big = pgd_block_reduce(own ? fabs(xt) + fmax(fabs(lt), fabs(ht)) : 0.0, 1, red);
     double dt = xt;

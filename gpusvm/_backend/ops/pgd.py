@@ -207,6 +207,16 @@ def subproblem_nb(Q, lin, y, lo, hi, lam0, mu, eps, max_inner, max_outer, check_
         if max(nu, abs(gx)) < eps:
             outer_ok = True
             break
+    # ---- snap: one projected-gradient step from x, at the final multiplier, decides the bounds --
+    # grad L_mu(x, lam_old) = Q x + lin - y lam_new (gx was computed at x by the last check)
+    _matvec(Q, x, w)
+    for t in range(nb):
+        gr = w[t] + lin[t] - y[t] * lam
+        u = x[t] - inv_l * gr
+        if x[t] > lo[t] and u <= lo[t]:
+            x[t] = lo[t]
+        elif x[t] < hi[t] and u >= hi[t]:
+            x[t] = hi[t]
     # ---- projection onto {y^T d = 0} within the box, moving the free variables only ---------
     big = 0.0
     for t in range(nb):
