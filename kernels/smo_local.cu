@@ -200,7 +200,9 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
         double gv = -SMO_INF;
         int gj = 0x7fffffff;
         if (t < q && smo_in_low(sy[t], sa[t], sc[t])) {
-            double b = m - s_t;
+            // explicit round-to-nearest: s_t is a product, and nvcc/NVRTC may contract m - s_t into an
+            // FMA (-fmad=true by default), which would round differently from the Numba twin
+            double b = __dsub_rn(m, s_t);
             if (b > 0.0) {
                 double a = smo_curv(K, sd, q, i, t);
                 gv = __dmul_rn(b, b) / a;

@@ -289,7 +289,7 @@ def local_smo_cpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
     eps : float
         Absolute local tolerance; the local stop is ``gap <= max(eps, rel_eps * initial gap)``.
     max_steps : int
-        Cap on SMO steps.
+        Cap on SMO steps (negative or above 2**31 - 1: 2**31 - 1, the kernel's ``int``).
     mode : {0, 1}
         0: SMO with WSS2; 1: planning-ahead SMO.
     pa_recent : {2, 3}
@@ -313,9 +313,19 @@ def local_smo_cpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
                                  np.ascontiguousarray(G_B, dtype=np.float64),
                                  np.ascontiguousarray(C_B, dtype=np.float64),
                                  np.ascontiguousarray(diag_B, dtype=np.float64),
-                                 float(eps), float(rel_eps), int(max_steps), int(mode),
+                                 float(eps), float(rel_eps), _steps_cap(max_steps), int(mode),
                                  int(min(max(pa_recent, 1), 3)), float(eta))
     return a, np.array([steps], dtype=np.int64), np.array([gap], dtype=np.float64)
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _steps_cap(max_steps):
+    """``max_steps`` as the kernel's ``int`` parameter: negative means no cap; clipped to int32 (a larger
+    value would overflow ``cp.int32`` instead of meaning "practically unlimited")."""
+    m = int(max_steps)
+    return _INT32_MAX if m < 0 or m > _INT32_MAX else m
 
 
 def _threads_for(q):
@@ -335,6 +345,8 @@ def local_smo_gpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
 
     q = int(alpha_B.shape[0])
     _check_q(q)
+    if tuple(K_BB.shape) != (q, q):
+        raise ValueError(f"local_smo needs a ({q}, {q}) K_BB for a working set of {q}, got shape {tuple(K_BB.shape)}")
     with be.device:
         K = cp.ascontiguousarray(K_BB)
         if K.dtype not in (cp.float32, cp.float64):
@@ -348,10 +360,13 @@ def local_smo_gpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
         steps = cp.zeros(1, dtype=cp.int64)
         gap = cp.zeros(1, dtype=f64)
         threads = _threads_for(q)
+        # dynamic shared memory: alpha, G, y, C, diag in float64 per thread = 40 KB at 1,024 threads; with
+        # the kernel's ~0.7 KB of static shared memory this stays under the 48 KB that needs no opt-in
+        # (cudaFuncAttributeMaxDynamicSharedMemorySize)
         fn = get_kernel("smo_local.cu", f"local_smo<{ctype(K.dtype)}>", be.device_id)
         fn((1,), (threads,), (
-            K, cp.int32(q), y, a_out, G, C, d, f64(eps), f64(rel_eps), cp.int32(max_steps),
-            cp.int32(mode), cp.int32(min(max(pa_recent, 1), 3)), f64(eta), steps, gap,
+            K, cp.int32(q), y, a_out, G, C, d, f64(float(eps)), f64(float(rel_eps)), cp.int32(_steps_cap(max_steps)),
+            cp.int32(int(mode)), cp.int32(min(max(int(pa_recent), 1), 3)), f64(float(eta)), steps, gap,
         ), shared_mem=5 * 8 * threads)
     return a_out, steps, gap
 
@@ -387,10 +402,20 @@ def grad_update_rows_gpu(be, G, y, K_rows, coef, rows=None):
 
     from ..cuda_source import ctype, get_kernel
 
+    # the kernel writes G through a raw pointer: a strided view or another dtype would be updated wrongly
+    # (the CPU twin would still be right), so refuse it instead of copying (a copy would drop the update)
+    if G.dtype != cp.float64 or not G.flags.c_contiguous:
+        raise ValueError(f"grad_update_rows updates G in place: it must be a contiguous float64 array, got "
+                         f"dtype {G.dtype}, contiguous={G.flags.c_contiguous}")
     with be.device:
         K = K_rows if K_rows.flags.c_contiguous else cp.ascontiguousarray(K_rows)
+        if K.dtype not in (cp.float32, cp.float64):
+            K = K.astype(cp.float64)
         c = cp.ascontiguousarray(coef, dtype=cp.float64)
         k, n = int(c.shape[0]), int(K.shape[1])
+        if int(G.shape[0]) != n or int(y.shape[0]) != n:
+            raise ValueError(f"grad_update_rows: G {tuple(G.shape)} and y {tuple(y.shape)} must have the "
+                             f"{n} entries of a Gram row")
         if k == 0 or n == 0:
             return G
         r = cp.arange(k, dtype=cp.int64) if rows is None else cp.ascontiguousarray(rows, dtype=cp.int64)
