@@ -22,3 +22,30 @@ __global__ void gram_transform(const T* src, T* dst, long long ldd,
         dst[r * ldd + c] = gpusvm_gram_value<T>(src[k], xr, yc, code, gamma, coef0, degree);
     }
 }
+
+// gpusvm:instantiate csr_row_sqnorms<float, int>
+// gpusvm:instantiate csr_row_sqnorms<double, int>
+// gpusvm:instantiate csr_row_sqnorms<float, long long>
+// gpusvm:instantiate csr_row_sqnorms<double, long long>
+
+// out[r] = sum of data[p]^2 over the stored entries of CSR row r, accumulated in double.
+// One warp per row (grid-stride over rows, the row loop is uniform within a warp): lanes stride over the
+// row's entries, then a fixed-order shuffle reduction, so the result is the same on every run (a
+// bincount / atomicAdd formulation is not). blockDim.x must be a multiple of 32.
+template <typename T, typename I>
+__global__ void csr_row_sqnorms(const T* __restrict__ data, const I* __restrict__ indptr, long long nrows,
+                                double* __restrict__ out) {
+    const int lane = threadIdx.x & 31;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long r = warp; r < nrows; r += nwarps) {
+        const long long p0 = (long long)indptr[r], p1 = (long long)indptr[r + 1];
+        double acc = 0.0;
+        for (long long p = p0 + lane; p < p1; p += 32) {
+            const double v = (double)data[p];
+            acc += v * v;
+        }
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) out[r] = acc;
+    }
+}
