@@ -313,3 +313,136 @@ def test_row_cache_resident():
     np.testing.assert_allclose(cache.store[slots], K[10:20], rtol=1e-12)
     assert cache.resident(np.arange(11)) is None  # more than the budget holds at once
     np.testing.assert_allclose(cache.rows(np.array([4, 15])), K[[4, 15]], rtol=1e-12)
+
+
+# ---- GPU-path details that the CPU can check (review of the never-run CuPy side) ------------------------
+
+def test_local_smo_step_cap_is_an_int32():
+    """max_steps goes to the kernel as a C int: negative or huge caps mean "no cap", the same on both."""
+    from gpusvm._backend.ops.local_smo import _steps_cap
+
+    assert _steps_cap(5) == 5 and _steps_cap(-1) == 2**31 - 1 and _steps_cap(2**40) == 2**31 - 1
+    K, y, alpha, G, C, diag, _ = _subproblem(40, seed=4)
+    a_cap, s_cap, _ = CPU.local_smo(K, y, alpha, G, C, diag, 1e-6, 2**40, 0, 2, rel_eps=0.0)
+    a_neg, s_neg, _ = CPU.local_smo(K, y, alpha, G, C, diag, 1e-6, -1, 0, 2, rel_eps=0.0)
+    assert int(s_cap[0]) == int(s_neg[0]) > 0
+    np.testing.assert_array_equal(a_cap, a_neg)
+
+
+class _FakeGpu:
+    """Just enough of a GPU backend for effective_cache_bytes."""
+    is_gpu = True
+
+    def __init__(self, free):
+        self.free = free
+
+    def memory_info(self):
+        return self.free, 2 * self.free
+
+
+def test_gpu_cache_budget_holds_a_working_set():
+    from gpusvm._solvers.smo_batched import effective_cache_bytes
+
+    n, q, item = 100_000, 1024, 4
+    need = n * q * item  # 410 MB
+    # the CPU keeps the budget as given (tests run the recomputing path there)
+    assert effective_cache_bytes(CPU, n, q, item, 200 * 2**20) == 200 * 2**20
+    # the GPU raises a budget below one working set when half the free memory holds it
+    assert effective_cache_bytes(_FakeGpu(80 * 2**30), n, q, item, 200 * 2**20) == need
+    assert effective_cache_bytes(_FakeGpu(80 * 2**30), n, q, item, 2**33) == 2**33  # larger: unchanged
+    assert effective_cache_bytes(_FakeGpu(need), n, q, item, 0) == 0  # no room: as given
+
+
+def _import_cupy_backend_with_stubs():
+    """gpusvm._backend.cupy_backend imported against stub cupy/cupyx modules (CPU machines), and a
+    function that undoes it (so that a real GPU session never sees the stubbed module)."""
+    import importlib
+    import sys
+    import types
+
+    import gpusvm._backend as pkg
+
+    names = ["cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.sparse", "gpusvm._backend.cupy_backend"]
+    saved = {k: sys.modules.get(k) for k in names}
+    had_attr = hasattr(pkg, "cupy_backend")
+    old_attr = getattr(pkg, "cupy_backend", None)
+    for k in names[:4]:
+        sys.modules[k] = types.ModuleType(k)
+    sys.modules["cupyx.scipy.sparse"].issparse = lambda x: False
+    sys.modules.pop("gpusvm._backend.cupy_backend", None)
+    mod = importlib.import_module("gpusvm._backend.cupy_backend")
+
+    def undo():
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        if had_attr:
+            pkg.cupy_backend = old_attr
+        elif hasattr(pkg, "cupy_backend"):
+            delattr(pkg, "cupy_backend")
+
+    return mod, undo
+
+
+def test_sparse_input_is_prepared_on_the_host_for_cupyx():
+    """cupyx stores only float/bool/complex data and CuPy 13 casts index arrays to int32 unchecked, so
+    SciPy input is converted on the host: float data, canonical form, int32 indices, the input untouched."""
+    import scipy.sparse as sp
+
+    mod, undo = _import_cupy_backend_with_stubs()
+    try:
+        # integer data, duplicates, unsorted indices and int64 index arrays
+        data = np.array([3, 1, 2, 5], dtype=np.int64)
+        indices = np.array([2, 0, 2, 1], dtype=np.int64)
+        indptr = np.array([0, 3, 4], dtype=np.int64)
+        X = sp.csr_matrix((data, indices, indptr), shape=(2, 3))
+        X.indices = X.indices.astype(np.int64)
+        X.indptr = X.indptr.astype(np.int64)
+        before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+        H, fits = mod._host_csr_for_device(X, None)
+        assert fits and H.dtype == np.float64
+        assert H.indices.dtype == np.int32 and H.indptr.dtype == np.int32
+        assert H.has_canonical_format
+        np.testing.assert_array_equal(H.toarray(), X.toarray())
+        np.testing.assert_array_equal(H.indices, [0, 2, 1])
+        for a, b in zip(before, (X.data, X.indices, X.indptr)):  # the caller's matrix is unchanged
+            np.testing.assert_array_equal(a, b)
+        H32, _ = mod._host_csr_for_device(X, np.float32)
+        assert H32.dtype == np.float32
+        Hf, _ = mod._host_csr_for_device(sp.csr_matrix(np.eye(3, dtype=np.float32)), None)
+        assert Hf.dtype == np.float32  # float32 kept when no dtype is asked for
+    finally:
+        undo()
+
+
+def test_gpu_sparse_row_sqnorms_and_asarray(gpu_backend):
+    """cupyx CSR rows through csr_row_sqnorms (kernels/gram.cu) against the CPU; integer SciPy input."""
+    import scipy.sparse as sp
+
+    be = gpu_backend
+    rng = np.random.default_rng(12)
+    X = sp.random(500, 300, density=0.05, random_state=3, format="csr")
+    X[7] = 0.0  # an empty row
+    X.eliminate_zeros()
+    for dt in (np.float32, np.float64):
+        Xd = be.asarray(X, dtype=dt)
+        assert Xd.dtype == dt and Xd.indptr.dtype == np.int32
+        for out_dt in (np.float32, np.float64):
+            got = be.to_host(be.row_sqnorms(Xd, out_dt))
+            assert got.dtype == out_dt
+            np.testing.assert_allclose(got, CPU.row_sqnorms(X.astype(dt), out_dt),
+                                       rtol=1e-6 if np.float32 in (dt, out_dt) else 1e-13)
+    Xi = sp.csr_matrix(rng.integers(0, 3, size=(20, 6)))
+    Xg = be.asarray(Xi)
+    assert Xg.dtype == np.float64
+    np.testing.assert_array_equal(be.to_host(Xg).toarray(), Xi.toarray())
+
+
+def test_gpu_grad_update_rows_refuses_strided_G(gpu_backend):
+    be = gpu_backend
+    K = be.asarray(np.ones((3, 10)))
+    G = be.asarray(np.zeros(20))[::2]
+    with pytest.raises(ValueError, match="contiguous float64"):
+        be.grad_update_rows(G, be.asarray(np.ones(10)), K, be.asarray(np.ones(3)))

@@ -19,7 +19,8 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
 * the Gram rows ``K[B, :]`` come from :class:`~gpusvm._solvers.kernel_cache.GramRowCache` (all misses in
   one matrix product; stored as ``gram_dtype``) and are used in place in the cache's store (only the
   ``q x q`` block ``K_BB`` is gathered); when the budget cannot hold ``q`` rows they are computed into a
-  temporary block instead;
+  temporary block instead (on the GPU the budget is first raised to ``q`` rows when the device has
+  room, see :func:`effective_cache_bytes`);
 * the local sub-problem is solved by the fused op ``be.local_smo`` (SMO or planning-ahead SMO steps,
   Glasmachers, "The Planning-ahead SMO Algorithm", 2008; one CUDA thread block on the GPU, Numba on the
   CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps;
@@ -46,7 +47,7 @@ import time
 from . import BinaryResult
 from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
 
-__all__ = ["solve_batched", "default_working_set_size"]
+__all__ = ["solve_batched", "default_working_set_size", "effective_cache_bytes"]
 
 MAX_WORKING_SET = 1024
 # The float64 objective over the support vectors costs an n_sv x n_sv Gram pass: free on the GPU, but
@@ -65,6 +66,28 @@ def default_working_set_size(be, n: int) -> int:
     q = min(q, int(n))
     q -= q % 2
     return max(q, 2)
+
+
+def effective_cache_bytes(be, n: int, q: int, itemsize: int, cache_bytes: int) -> int:
+    """The Gram-row cache budget the decomposition uses: ``cache_bytes``, raised on the GPU to hold the
+    ``q`` rows of one working set when the device has room for them (at most half its free memory).
+
+    Below ``q`` rows the rows of every working set are recomputed into a temporary ``q x n`` block each
+    round (plus the Gram op's own ``q x n`` result), so a smaller budget saves no memory at the peak and
+    repeats the Gram products: on a GPU, where the products dominate a round, that made the default
+    ``cache_size=200`` (MB, sized for the CPU) recompute every row once ``n`` exceeds about 50,000
+    (float32 rows, q = 1,024). The CPU keeps the budget as given (its memory is the user's to bound,
+    and tests run the recomputing path there).
+    """
+    cache_bytes = int(cache_bytes)
+    need = int(q) * int(n) * int(itemsize)
+    if not be.is_gpu or cache_bytes >= need:
+        return cache_bytes
+    try:
+        free = int(be.memory_info()[0])
+    except Exception:  # no memory query: keep the user's budget
+        return cache_bytes
+    return need if need <= free // 2 else cache_bytes
 
 
 def _top_k(xp, score, k):
@@ -181,6 +204,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     else:
         alpha = xp.array(alpha0, dtype=xp.float64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
+    cache_bytes = effective_cache_bytes(be, n, q, xp.dtype(gdt).itemsize, cache_bytes)
     cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     inner = xp.zeros(1, dtype=xp.int64)
@@ -231,7 +255,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         sc_up = xp.where(up & ~taken & (s > s_low[j_min]), s, neg_inf)
         sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
         up_idx, up_ok = _top_k(xp, sc_up, k_up)
-        taken[up_idx[up_ok]] = True
+        taken[up_idx] |= up_ok  # the indices are distinct; no boolean mask (a host sync on the GPU)
         slot_i = cache.resident(i_top.reshape(1))
         row_i = (cache.rows(i_top.reshape(1))[0] if slot_i is None else cache.store[slot_i[0]]).astype(xp.float64)
         m = s_up[i_top]
@@ -242,7 +266,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         sc_low = xp.where(low & ~taken, gain, neg_inf)
         sc_low[j_min] = xp.where(taken[j_min], neg_inf, xp.inf)
         low_idx, low_ok = _top_k(xp, sc_low, k_low)
-        new = xp.concatenate([up_idx[up_ok], low_idx[low_ok]])
+        # one boolean mask over both candidate lists (each mask costs a host sync on the GPU)
+        new = xp.concatenate([up_idx, low_idx])[xp.concatenate([up_ok, low_ok])]
         B = xp.concatenate([kept, new])
         n_new_prev = int(new.shape[0])
 
@@ -279,6 +304,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         "gap": gap,
         "cache_hits": cache.hits,
         "cache_misses": cache.misses,
+        "cache_bytes": cache_bytes,
         "time_s": time.perf_counter() - t0,
     }
     if verbose:
