@@ -10,15 +10,32 @@
 // src: tile of dot products, nrows x ncols, C order (leading dimension ncols).
 // dst: output block, row r of the tile at dst + r * ldd (dst may equal src when ldd == ncols).
 // xn: squared norms of the tile's rows (nrows), yn: of its columns (ncols); read only for rbf.
+// Launch: any 1-d grid (grid-stride loop over the tile's elements).
 template <typename T>
 __global__ void gram_transform(const T* src, T* dst, long long ldd,
                                const T* __restrict__ xn, const T* __restrict__ yn,
                                long long nrows, long long ncols, int code, T gamma, T coef0, int degree) {
-    GPUSVM_GRID_STRIDE(k, nrows * ncols) {
-        long long r = k / ncols;
-        long long c = k - r * ncols;
-        T xr = code == 2 ? xn[r] : (T)0;
-        T yc = code == 2 ? yn[c] : (T)0;
+    const long long total = nrows * ncols;
+    if (total <= 0x7fffffffLL && (long long)blockDim.x * gridDim.x <= 0x7fffffffLL) {
+        // Tiles are bounded by gram's byte budget, so this is the path taken: 32-bit index arithmetic,
+        // because a 64-bit division per element (emulated, ~10x the instructions of a 32-bit one) costs
+        // about as much as the element's memory traffic. k < 2**31 and stride <= 2**31 - 1: k + stride
+        // never wraps.
+        const unsigned int tot = (unsigned int)total, nc = (unsigned int)ncols;
+        for (unsigned int k = blockIdx.x * blockDim.x + threadIdx.x; k < tot; k += blockDim.x * gridDim.x) {
+            const unsigned int r = k / nc;
+            const unsigned int c = k - r * nc;
+            const T xr = code == 2 ? xn[r] : (T)0;
+            const T yc = code == 2 ? yn[c] : (T)0;
+            dst[(long long)r * ldd + c] = gpusvm_gram_value<T>(src[k], xr, yc, code, gamma, coef0, degree);
+        }
+        return;
+    }
+    GPUSVM_GRID_STRIDE(k, total) {
+        const long long r = k / ncols;
+        const long long c = k - r * ncols;
+        const T xr = code == 2 ? xn[r] : (T)0;
+        const T yc = code == 2 ? yn[c] : (T)0;
         dst[r * ldd + c] = gpusvm_gram_value<T>(src[k], xr, yc, code, gamma, coef0, degree);
     }
 }
