@@ -446,3 +446,18 @@ def test_gpu_grad_update_rows_refuses_strided_G(gpu_backend):
     G = be.asarray(np.zeros(20))[::2]
     with pytest.raises(ValueError, match="contiguous float64"):
         be.grad_update_rows(G, be.asarray(np.ones(10)), K, be.asarray(np.ones(3)))
+
+
+def test_float32_rows_from_a_precast_X_are_the_same():
+    """solve_batched casts X to the Gram dtype once for the row cache; the Gram op casts its operands
+    the same way, so a float32 X (same norms) gives the identical path."""
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(300, 7))
+    y = np.where(X[:, 0] + np.sin(X[:, 1]) > 0, 1.0, -1.0)
+    spec = GramSpec("rbf", 0.2)
+    sq = (X ** 2).sum(1)
+    kw = dict(tol=1e-3, max_iter=-1, cache_bytes=2**20, working_set_size=32, x_sqnorm=sq)
+    a64 = solve_batched(CPU, X, y, spec, np.full(300, 3.0), **kw)
+    a32 = solve_batched(CPU, X.astype(np.float32), y, spec, np.full(300, 3.0), **kw)
+    assert a64.n_iter == a32.n_iter
+    np.testing.assert_array_equal(a64.alpha, a32.alpha)

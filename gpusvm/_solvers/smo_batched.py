@@ -26,8 +26,9 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
   CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps;
 * the global gradient is updated with one matrix-vector product over the rows of ``B`` whose alpha
   moved (``be.grad_update_rows``, float64 accumulation);
-* stop when ``max_{I_up} -y G - min_{I_low} -y G <= tol`` (one host sync per round) or after
-  ``max_iter`` rounds;
+* stop when ``max_{I_up} -y G - min_{I_low} -y G <= tol`` or after ``max_iter`` rounds. On the GPU a
+  round synchronizes with the host a few times (this gap, the one boolean mask that assembles ``B``,
+  the cache's host-side bookkeeping of ``i`` and ``B``), never inside the local solve;
 * with float32 Gram rows, the reported objective is recomputed in float64 over the support vectors
   on the GPU and on the CPU up to 4,096 SVs (the running gradient carries the rows' rounding, about
   1e-6 relative in the objective, as LIBSVM's own float Gram cache does).
@@ -120,13 +121,13 @@ def _exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
     Xs = be.take_rows(X, sv)
     sq = None if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[sv]
     step = max(1, int(max_bytes) // (8 * m))
-    quad = 0.0
+    quad = xp.zeros((), dtype=xp.float64)  # accumulated on the device: one host sync at the end
     for r0 in range(0, m, step):
         r1 = min(m, r0 + step)
         Kc = be.gram(be.take_rows(Xs, xp.arange(r0, r1)), Xs, spec,
                      x_sqnorm=None if sq is None else sq[r0:r1], y_sqnorm=sq, dtype=xp.float64)
-        quad += float(beta[r0:r1] @ (Kc @ beta))
-    return float(xp.sum(alpha)) - 0.5 * quad
+        quad = quad + beta[r0:r1] @ (Kc @ beta)
+    return float(xp.sum(alpha) - 0.5 * quad)
 
 
 def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
@@ -205,7 +206,10 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         alpha = xp.array(alpha0, dtype=xp.float64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
     cache_bytes = effective_cache_bytes(be, n, q, xp.dtype(gdt).itemsize, cache_bytes)
-    cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+    # the Gram op casts both operands to the Gram dtype before the product, so casting X once here gives
+    # bit-identical rows without a cast of all of X (n x d) in every round's row request
+    X_rows = X if X.dtype == gdt else X.astype(gdt)
+    cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     inner = xp.zeros(1, dtype=xp.int64)
     B_prev = None
