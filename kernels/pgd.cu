@@ -11,6 +11,9 @@
 //
 // pwss_assign: greedy pairing of pWSS; row k of S takes the smallest entry among the columns no earlier
 // row took (ties: the smallest column), one block-wide argmin per row.
+//
+// pwss_pairs: the same greedy pairing with the scores -b^2/a computed on the fly from the Gram rows
+// (K[slots[k], cand[c]]), so no p x m score matrix is formed.
 #include "common.cuh"
 
 // gpusvm:instantiate box_momentum_step<float>
@@ -18,6 +21,8 @@
 // gpusvm:instantiate alfpgm_subproblem<float>
 // gpusvm:instantiate alfpgm_subproblem<double>
 // gpusvm:instantiate pwss_assign<double>
+// gpusvm:instantiate pwss_pairs<float>
+// gpusvm:instantiate pwss_pairs<double>
 
 template <typename T>
 __global__ void box_momentum_step(const T* z, const T* g, const T* x_prev, const T* lo, const T* hi,
@@ -265,6 +270,77 @@ __global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* us
             if (v < INFINITY && i >= 0) {
                 out[k] = i;
                 used[i] = 1;
+            } else {
+                out[k] = -1;
+            }
+        }
+        __syncthreads();  // used[] written by thread 0 is visible to the block after the barrier
+    }
+}
+
+// Block-wide argmin of (v, i) pairs: the smallest v, ties to the smallest i >= 0. Result valid in thread 0.
+__device__ __forceinline__ void pgd_block_argmin(double& bv, long long& bi, double* red_v, long long* red_i) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    for (int off = 16; off > 0; off >>= 1) {
+        double v2 = __shfl_down_sync(0xffffffffu, bv, off);
+        long long i2 = __shfl_down_sync(0xffffffffu, bi, off);
+        if (v2 < bv || (v2 == bv && i2 >= 0 && (bi < 0 || i2 < bi))) {
+            bv = v2;
+            bi = i2;
+        }
+    }
+    if (lane == 0) {
+        red_v[warp] = bv;
+        red_i[warp] = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int wi = 1; wi < nwarps; ++wi) {
+            double v2 = red_v[wi];
+            long long i2 = red_i[wi];
+            if (v2 < bv || (v2 == bv && i2 >= 0 && (bi < 0 || i2 < bi))) {
+                bv = v2;
+                bi = i2;
+            }
+        }
+    }
+}
+
+template <typename T>
+__global__ void pwss_pairs(const T* __restrict__ K, long long ld, const long long* __restrict__ slots,
+                           const long long* __restrict__ cand, const double* __restrict__ qi,
+                           const double* __restrict__ qc, const double* __restrict__ di,
+                           const double* __restrict__ dc, const signed char* __restrict__ ok_i,
+                           const signed char* __restrict__ ok_c, double tau, int p, long long m, int* used,
+                           long long* out) {
+    __shared__ double red_v[32];
+    __shared__ long long red_i[32];
+    for (int k = 0; k < p; ++k) {
+        if (!ok_i[k]) {  // uniform over the block
+            if (threadIdx.x == 0) out[k] = -1;
+            continue;
+        }
+        const T* row = K + slots[k] * ld;
+        const double q_k = qi[k], d_k = di[k];
+        double bv = INFINITY;
+        long long bi = -1;
+        for (long long c = threadIdx.x; c < m; c += blockDim.x) {
+            if (used[c] || !ok_c[c]) continue;
+            double b = q_k - qc[c];
+            if (!(b > 0.0)) continue;
+            double a = (d_k + dc[c]) - 2.0 * (double)row[cand[c]];
+            if (!(a > 0.0)) a = tau;
+            double v = -__dmul_rn(b, b) / a;
+            if (v < bv) {  // columns visited in increasing order: the first minimum is kept
+                bv = v;
+                bi = c;
+            }
+        }
+        pgd_block_argmin(bv, bi, red_v, red_i);
+        if (threadIdx.x == 0) {
+            if (bv < INFINITY && bi >= 0) {
+                out[k] = bi;
+                used[bi] = 1;
             } else {
                 out[k] = -1;
             }

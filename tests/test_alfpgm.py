@@ -153,6 +153,44 @@ def test_pwss_assign_gpu_matches_cpu(gpu_backend):
                                       CPU.pwss_assign(S))
 
 
+def _pairs_data(seed, p=12, m=60, n=90, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, 3))
+    K = rbf_kernel(Z, Z, gamma=0.7).astype(dtype)
+    slots = rng.choice(n, size=p, replace=False)
+    cand = rng.choice(n, size=m, replace=False)
+    q = rng.normal(size=n)
+    q_i, q_c = np.sort(q[slots])[::-1].copy(), q[cand]
+    d = np.ones(n)
+    ok_i = rng.random(p) < 0.9
+    ok_c = rng.random(m) < 0.8
+    K[slots[0], cand[:5]] = 1.0  # a <= 0: duplicates of the first i
+    return K, slots, cand, q_i, q_c, d[slots], d[cand], ok_i, ok_c
+
+
+def test_pwss_pairs_cpu_matches_the_score_matrix():
+    # the on-the-fly scores give exactly the pairing of pwss_assign on the explicit score matrix
+    for seed in range(4):
+        K, slots, cand, q_i, q_c, d_i, d_c, ok_i, ok_c = _pairs_data(seed)
+        Ki = K[slots][:, cand].astype(np.float64)
+        b = q_i[:, None] - q_c[None, :]
+        a = d_i[:, None] + d_c[None, :] - 2.0 * Ki
+        a = np.where(a > 0, a, 1e-12)
+        S = np.where((b > 0) & ok_c[None, :] & ok_i[:, None], -(b * b) / a, np.inf)
+        got = CPU.pwss_pairs(K, slots, cand, q_i, q_c, d_i, d_c, ok_i, ok_c, 1e-12)
+        np.testing.assert_array_equal(got, _assign_ref(S))
+        assert np.all(got[~ok_i] == -1)
+
+
+@pytest.mark.gpu
+def test_pwss_pairs_gpu_matches_cpu(gpu_backend):
+    for seed, dtype in ((0, np.float32), (1, np.float64), (2, np.float32)):
+        args = _pairs_data(seed, p=100, m=3000, n=4000, dtype=dtype)
+        ref = CPU.pwss_pairs(*args, 1e-12)
+        got = gpu_backend.pwss_pairs(*(gpu_backend.asarray(a) for a in args), 1e-12)
+        np.testing.assert_array_equal(gpu_backend.to_host(got), ref)
+
+
 def _subproblem_data(seed, nb=40, gamma=0.5, C=4.0):
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(nb, 3))

@@ -11,7 +11,8 @@ the SVM dual. A decomposition method: each round optimizes ``2 p`` variables (``
   rule: ``i`` in ``I_up`` taken in decreasing order of ``q_i``; its ``j`` minimizes ``-b_it^2 / a_it``
   over ``t`` in ``I_low`` with ``q_t < q_i`` (``b_it = q_i - q_t``, ``a_it = K_ii + K_tt - 2 K_it``,
   ``a <= 0`` replaced by 1e-12); each index at most once per working set (the greedy pairing is the
-  fused op ``be.pwss_assign``). ``min_alpha_check``: ``j`` is searched only among the first
+  fused op ``be.pwss_pairs``, which computes the scores from the cached Gram rows on the fly).
+  ``min_alpha_check``: ``j`` is searched only among the first
   ``min_alpha_check`` entries of ``I_low`` sorted by increasing ``q`` (the most violating ones).
 * MinMaxLimiter. A variable is left out of the selection when (a) it moved by less than
   ``delta_alpha`` the last time it was optimized, (b) it has been in ``min_alpha_opt`` working sets and
@@ -205,7 +206,7 @@ def _merge_duplicates(be, X, y, alpha, C, G, cache):
 def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
                  random_state=None, n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
                  max_alpha_opt=20, min_alpha_check=None, max_inner_iter=2000, max_outer_iter=100,
-                 check_every=10, gram_dtype="float32", fpgm_restart=False):
+                 check_every=10, gram_dtype="float32", fpgm_restart=False, eps_factor=0.1):
     """Solve the C-SVC dual by ALFPGM with pWSS (Aregbesola and Griva, 2022); see the module docstring.
 
     Parameters
@@ -388,13 +389,12 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
             n_cand = min(n_cand, min_alpha_check)
         cand = _top(xp, key_low, max(n_cand, 1), largest=False)  # j_star first
         valid_c = key_low[cand] < pos_inf
-        K_ic = gram_block(i_idx, cand)[0].astype(f64)
-        qi, qc = q[i_idx], q[cand]
-        b = qi[:, None] - qc[None, :]
-        a = diag[i_idx][:, None] + diag[cand][None, :] - 2.0 * K_ic
-        a = xp.where(a > 0, a, TAU)
-        S = xp.where((b > 0) & valid_c[None, :] & valid_i[:, None], -(b * b) / a, pos_inf)
-        jpos = be.pwss_assign(S)
+        slots_i = cache.resident(i_idx)
+        K_i = cache.store
+        if slots_i is None:  # the budget cannot hold the p rows at once
+            K_i, slots_i = cache.rows(i_idx), xp.arange(int(i_idx.shape[0]), dtype=xp.int64)
+        jpos = be.pwss_pairs(K_i, slots_i, cand, q[i_idx], q[cand], diag[i_idx], diag[cand], valid_i, valid_c,
+                             TAU)
         ok = jpos >= 0
         n_ok = int(xp.count_nonzero(ok))
         B = xp.concatenate([i_idx[ok], cand[jpos[ok]]])
@@ -419,11 +419,13 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         K_BB, K_src, slots = gram_block(B, B)
         K_BB64 = K_BB.astype(f64)
         yB = y[B]
-        Q = (yB[:, None] * yB[None, :]) * K_BB64
+        # Q_BB in the type of the cached rows: y_s y_t = +-1, so float32 loses nothing, and the FPGM
+        # matvecs read half the bytes
+        Q = (yB[:, None] * yB[None, :]).astype(K_BB.dtype) * K_BB
         aB = alpha[B]
         CB = C[B]
         GB = G[B]
-        eps = 0.1 * gap if inner_tol is None else min(inner_tol, 0.25 * gap)
+        eps = eps_factor * gap if inner_tol is None else min(inner_tol, 0.25 * gap)
         # multiplier: the last subproblem's when its outer loop converged, else the midpoint of the
         # working set's violation range (at the optimum lambda = rho = -q of the free variables)
         upB, lowB = up[B], low[B]

@@ -287,6 +287,39 @@ def pwss_assign_nb(S):
     return out
 
 
+@numba.njit(cache=True)
+def pwss_pairs_nb(K, slots, cand, qi, qc, di, dc, ok_i, ok_c, tau):
+    p = slots.shape[0]
+    m = cand.shape[0]
+    used = np.zeros(m, np.bool_)
+    out = np.full(p, -1, np.int64)
+    for k in range(p):
+        if not ok_i[k]:
+            continue
+        row = K[slots[k]]
+        q_k = qi[k]
+        d_k = di[k]
+        best = np.inf
+        bj = -1
+        for c in range(m):
+            if used[c] or not ok_c[c]:
+                continue
+            b = q_k - qc[c]
+            if not (b > 0.0):
+                continue
+            a = (d_k + dc[c]) - 2.0 * np.float64(row[cand[c]])
+            if not (a > 0.0):
+                a = tau
+            v = -(b * b) / a
+            if v < best:
+                best = v
+                bj = c
+        if bj >= 0:
+            out[k] = bj
+            used[bj] = True
+    return out
+
+
 def _numba_impl():
     return subproblem_nb, pwss_assign_nb
 
@@ -477,4 +510,74 @@ def pwss_assign_gpu(be, S):
         used = cp.zeros(m, dtype=cp.int32)
         fn = get_kernel("pgd.cu", "pwss_assign<double>", be.device_id)
         fn((1,), (1024,), (Sc, cp.int32(p), cp.int64(m), used, out))
+    return out
+
+
+# ---- pwss_pairs ---------------------------------------------------------------------------------
+
+@register_op("pwss_pairs", "cpu")
+def pwss_pairs_cpu(be, K, slots, cand, q_i, q_c, d_i, d_c, ok_i, ok_c, tau=1e-12):
+    """pWSS pairing with the scores computed on the fly from Gram rows (no p x m score matrix).
+
+    Row ``k`` (the k-th ``i``, in order) takes, among the candidate columns ``c`` no earlier row took,
+    the one minimizing ``-b^2 / a`` with ``b = q_i[k] - q_c[c] > 0`` and
+    ``a = d_i[k] + d_c[c] - 2 K[slots[k], cand[c]]`` (``a <= 0`` replaced by ``tau``); ties: the smallest
+    ``c``. The same result as :func:`pwss_assign_cpu` on the explicit score matrix, without forming it
+    (which cost 30-40% of a round on 5,000-row a9a).
+
+    Parameters
+    ----------
+    K : ndarray of shape (r, n), float32 or float64
+        Gram rows, e.g. the store of a GramRowCache.
+    slots : int ndarray of shape (p,)
+        Row of ``K`` of each ``i``.
+    cand : int ndarray of shape (m,)
+        Column (training index) of each ``j`` candidate.
+    q_i, d_i : ndarray of shape (p,), float64
+        ``-y G`` and ``K_ii`` of the ``i``.
+    q_c, d_c : ndarray of shape (m,), float64
+        The same for the candidates.
+    ok_i, ok_c : bool ndarray of shape (p,) and (m,)
+        Which rows / candidates may be used.
+    tau : float
+
+    Returns
+    -------
+    cols : ndarray of shape (p,), int64
+        Index into ``cand`` taken by each row, or -1.
+    """
+    np = be.xp
+    f64 = np.float64
+    return pwss_pairs_nb(K if K.flags.c_contiguous else np.ascontiguousarray(K),
+                         np.ascontiguousarray(slots, dtype=np.int64), np.ascontiguousarray(cand, dtype=np.int64),
+                         np.ascontiguousarray(q_i, dtype=f64), np.ascontiguousarray(q_c, dtype=f64),
+                         np.ascontiguousarray(d_i, dtype=f64), np.ascontiguousarray(d_c, dtype=f64),
+                         np.ascontiguousarray(ok_i, dtype=np.bool_), np.ascontiguousarray(ok_c, dtype=np.bool_),
+                         float(tau))
+
+
+@register_op("pwss_pairs", "gpu")
+def pwss_pairs_gpu(be, K, slots, cand, q_i, q_c, d_i, d_c, ok_i, ok_c, tau=1e-12):
+    """GPU twin of :func:`pwss_pairs_cpu` (``pwss_pairs`` in kernels/pgd.cu, one thread block)."""
+    import cupy as cp
+
+    from ..cuda_source import ctype, get_kernel
+
+    with be.device:
+        Kc = K if K.flags.c_contiguous else cp.ascontiguousarray(K)
+        if Kc.dtype not in (cp.float32, cp.float64):
+            Kc = Kc.astype(cp.float64)
+        p, m = int(slots.shape[0]), int(cand.shape[0])
+        out = cp.full(p, -1, dtype=cp.int64)
+        if p == 0 or m == 0:
+            return out
+        f64 = cp.float64
+        used = cp.zeros(m, dtype=cp.int32)
+        fn = get_kernel("pgd.cu", f"pwss_pairs<{ctype(Kc.dtype)}>", be.device_id)
+        fn((1,), (1024,), (
+            Kc, cp.int64(Kc.shape[1]), cp.ascontiguousarray(slots, dtype=cp.int64),
+            cp.ascontiguousarray(cand, dtype=cp.int64), cp.ascontiguousarray(q_i, dtype=f64),
+            cp.ascontiguousarray(q_c, dtype=f64), cp.ascontiguousarray(d_i, dtype=f64),
+            cp.ascontiguousarray(d_c, dtype=f64), cp.ascontiguousarray(ok_i, dtype=cp.int8),
+            cp.ascontiguousarray(ok_c, dtype=cp.int8), f64(tau), cp.int32(p), cp.int64(m), used, out))
     return out
