@@ -1,6 +1,13 @@
 // Shared helpers for gpusvm's CUDA kernels. Included (inlined by the Python loader) by each .cu file.
 #pragma once
 
+// C99's INFINITY for NVRTC (which CuPy's RawModule uses): NVRTC has no host <math.h>, so kernels that
+// use INFINITY compiled with nvcc (CI's check) but failed to compile under CuPy. nvcc builds keep the
+// math.h definition. A float infinity, as in C99; it converts exactly to a double infinity.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
 // Grid-stride loop over [0, n).
 #define GPUSVM_GRID_STRIDE(i, n) \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)(n); \
