@@ -164,7 +164,7 @@ def _merge_duplicates(be, X, y, alpha, C, G, cache):
         return 0
     Xs = be.to_host(be.take_rows(X, sv))
     y_h = be.to_host(y[sv]).tolist()
-    if be.issparse(Xs):
+    if hasattr(Xs, "tocsr"):  # a SciPy matrix on the host (be.issparse asks about device matrices)
         Xs = Xs.tocsr()
         Xs.sort_indices()
         ptr, ind, dat = Xs.indptr, Xs.indices, Xs.data
