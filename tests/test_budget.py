@@ -339,6 +339,46 @@ def test_bad_data():
         est.predict(np.ones((3, 5)))
 
 
+def test_vectorized_exp_within_one_ulp():
+    """The margins' vectorized exp (ops/bsgd.py) against libm over its whole range [-708, 0]."""
+    from gpusvm._backend.ops.bsgd import exp_neg_vec
+
+    rng = np.random.default_rng(0)
+    edges = [0.0, -708.0, -1e-300, -0.5 * math.log(2)]
+    v = np.concatenate([-rng.random(4000) * 708.0, -rng.random(2000) * 1e-3, edges])
+    ref = np.exp(v)
+    out = v.copy()
+    exp_neg_vec(out, out.shape[0], np.empty(out.shape[0], dtype=np.int64))
+    assert np.all(np.abs(out - ref) <= np.spacing(ref))
+    far = np.array([-709.0, -800.0, -1e6])  # clamped at -708: tiny, never larger than exp(-708)
+    exp_neg_vec(far, 3, np.empty(3, dtype=np.int64))
+    assert np.all((far >= 0) & (far <= math.exp(-708.0) * (1 + 1e-15)))
+
+
+@pytest.mark.parametrize("n_merge,merge", [(2, "cascade"), (3, "cascade"), (4, "gradient")])
+def test_column_margins_give_the_row_margins_model(n_merge, merge):
+    """The loop's fast margins (transposed SVs, sparse dot products, vectorized exp) change f only by
+    rounding: on sparse and on dense data the trained model equals the one of the row-wise margins
+    (the plain form the Python reference uses)."""
+    rng = np.random.default_rng(5)
+    Xs = (rng.random((1500, 40)) < 0.2) * rng.random((1500, 40)) * 2.0
+    ys = np.where(Xs[:, :4].sum(1) > Xs[:, 4:8].sum(1), 1.0, -1.0)
+    Xd, yd = _small_problem(n=800, seed=2)
+    for X, y, gamma in ((Xs, ys, 0.7), (Xd, yd, 4.0)):
+        order = np.random.RandomState(0).permutation(len(y)).astype(np.int64)
+        res = {}
+        for margin in ("rows", "columns"):
+            sv, a, n_sv, st = CPU.bsgd_train(X, y, order, t0=0, lam=1.0 / (len(y) * 8.0), gamma=gamma, budget=30,
+                                             n_merge=n_merge, merge=merge, margin=margin)
+            res[margin] = (sv[:n_sv], a[:n_sv], st["merges"], st["violations"])
+        assert res["rows"][2] >= 10
+        assert res["rows"][2:] == res["columns"][2:]
+        np.testing.assert_allclose(res["columns"][0], res["rows"][0], rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(res["columns"][1], res["rows"][1], rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="margin"):
+        CPU.bsgd_train(Xd, yd, order, t0=0, lam=1.0, gamma=1.0, budget=30, n_merge=2, merge="cascade", margin="x")
+
+
 # ---- data set and GPU -----------------------------------------------------------------------------
 @pytest.mark.data
 def test_a9a_subset_multi_merge_close_to_classic(data_dir):
