@@ -461,3 +461,63 @@ def test_float32_rows_from_a_precast_X_are_the_same():
     a32 = solve_batched(CPU, X.astype(np.float32), y, spec, np.full(300, 3.0), **kw)
     assert a64.n_iter == a32.n_iter
     np.testing.assert_array_equal(a64.alpha, a32.alpha)
+
+
+# ---- NVRTC: the compiler CuPy's RawModule uses (CI's nvcc check does not see NVRTC-only failures) -------
+
+def _find_nvrtc():
+    """A libnvrtc to load: $GPUSVM_NVRTC_LIB, the system's, or the one of an installed nvidia wheel."""
+    import ctypes.util
+    import glob
+    import os
+    import site
+
+    cands = [os.environ.get("GPUSVM_NVRTC_LIB")]
+    found = ctypes.util.find_library("nvrtc")
+    cands.append(found)
+    for base in site.getsitepackages() + [site.getusersitepackages()]:
+        cands += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so*")))
+        cands += sorted(glob.glob(os.path.join(base, "nvidia", "cu*", "lib", "libnvrtc.so*")))
+    for c in cands:
+        if c and "builtins" not in c and "alt" not in os.path.basename(c):
+            try:
+                return ctypes.CDLL(c), c
+            except OSError:
+                continue
+    return None, None
+
+
+@pytest.mark.parametrize("arch", ["compute_80", "compute_90"])
+def test_kernels_compile_with_nvrtc(arch):
+    """Every kernel file with its declared instantiations, as CuPy compiles it (NVRTC, --std=c++17).
+    No GPU needed; skipped without a libnvrtc (set GPUSVM_NVRTC_LIB, or pip-install nvidia-cuda-nvrtc)."""
+    import ctypes
+
+    from gpusvm._backend.cuda_source import declared_instantiations, kernel_files, kernel_source
+
+    lib, path = _find_nvrtc()
+    if lib is None:
+        pytest.skip("no libnvrtc found (GPUSVM_NVRTC_LIB, system, or an nvidia-cuda-nvrtc wheel)")
+    failures = []
+    for fname in kernel_files():
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), kernel_source(fname).encode(), fname.encode(),
+                                      0, None, None) == 0
+        names = declared_instantiations(fname)
+        for name in names:
+            assert lib.nvrtcAddNameExpression(prog, name.encode()) == 0
+        opts = [f"-arch={arch}".encode(), b"--std=c++17"]
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(max(1, size.value))
+        lib.nvrtcGetProgramLog(prog, log)
+        if rc != 0:
+            failures.append(f"{fname}: {log.value.decode(errors='replace')}")
+        else:
+            for name in names:
+                lowered = ctypes.c_char_p()
+                if lib.nvrtcGetLoweredName(prog, name.encode(), ctypes.byref(lowered)) != 0:
+                    failures.append(f"{fname}: no lowered name for {name}")
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert not failures, f"NVRTC ({path}) failed:\n" + "\n".join(failures)
