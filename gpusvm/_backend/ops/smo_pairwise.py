@@ -16,8 +16,22 @@ with the algorithm of LIBSVM (Chang & Lin, "LIBSVM: a library for support vector
 * shrinking with LIBSVM's rule (every min(n, 1000) steps), one unshrink with gradient reconstruction
   when the gap first falls below 10 * tol, and a final check on all variables;
 * a Gram-row cache with a byte budget and least-recently-used eviction, kept inside Numba. Rows hold
-  Q values (signed by the labels) for the active variables, in float32 as LIBSVM's Qfloat, or float64.
-  Rows are computed in Numba from dense or CSR X for the linear, poly, rbf and sigmoid grams.
+  Q values (signed by the labels), in float32 as LIBSVM's Qfloat, or float64.
+
+Memory layout (as LIBSVM's ``swap_index``): every per-variable array is indexed by *position*, and
+shrinking physically swaps variables so that the active set is always the prefix ``0..active_size``.
+``perm[k]`` is the training row at position k. Every loop of a step (selection, gradient update) runs
+over a contiguous prefix, with no index gather. A cached row is valid on the prefix ``0..len`` of the
+positions it was computed for; a swap exchanges the two entries in every cached row (or shortens the
+row when only one of them was valid), so rows survive shrinking, and unshrinking only computes the
+missing tail of a row instead of recomputing it. The inactive gradient is rebuilt with LIBSVM's two
+loop orders (by inactive rows or by free rows, whichever touches fewer Gram values), through the
+cache. Swaps made by one shrinking pass are applied to the cached rows in one pass per row.
+
+Gram rows are computed in Numba. Dense X is kept transposed (features x positions, swapped with the
+variables), so the dot products of one row are ``d`` contiguous axpy sweeps that LLVM vectorizes and
+each dot product sums its features in order; the RBF exponential runs as a vectorizable polynomial
+(:func:`_exp_into`, within 2 ulp of ``exp``). CSR X is used through the permutation.
 
 With ``planning=True`` it runs the planning-ahead SMO (PA-SMO) of Glasmachers ("The planning-ahead SMO
 algorithm", 2008); see :func:`_solve` for what exactly is implemented.
@@ -26,8 +40,6 @@ The GPU has no twin of this op: on the GPU the batched decomposition (``smo_batc
 """
 
 from __future__ import annotations
-
-import math
 
 import numba
 import numpy as np
@@ -38,128 +50,242 @@ TAU = 1e-12
 PA_ETA = 0.9  # eta of the planning-ahead working-set safeguard (see _solve)
 PA_COND = 1e-8  # planning needs det(H) > PA_COND * prod(diag(H)) (the plane is not degenerate)
 
+# exp(x) for x <= 0 as 2^k * p(r): k = round(x / ln 2), r = x - k ln 2 (Cody-Waite split of ln 2)
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_SHIFT = 6755399441055744.0  # 1.5 * 2^52: x + _SHIFT rounds x to an integer held in the low bits
+_SHIFT_BITS = 0x4338000000000000  # the bits of _SHIFT
+_EXP_MIN = -708.0  # below: exp(x) < 3.3e-308, returned as 0
+
 
 # ---------------------------------------------------------------------------------------------------
-# Gram values
+# Gram rows
 # ---------------------------------------------------------------------------------------------------
-@numba.njit(cache=True, inline="always")
-def _gram_value(dot, sqi, sqj, code, gamma, coef0, degree):
-    if code == 0:
-        return dot
-    if code == 1:
-        base = gamma * dot + coef0
-        r = 1.0
-        for _ in range(degree):
-            r *= base
-        return r
-    if code == 2:
-        d = sqi + sqj - 2.0 * dot
-        if d < 0.0:
-            d = 0.0
-        return math.exp(-gamma * d)
-    return math.tanh(gamma * dot + coef0)
+@numba.njit(cache=True)
+def _exp_into(x, p, t, k0, k1):
+    """p[k] = exp(x[k]) for k in [k0, k1), x <= 0 (``t`` is scratch); loops LLVM can vectorize.
+
+    2^k * p(r) with |r| <= ln2 / 2 and p the degree-12 Taylor polynomial (truncation < 2e-16
+    relative); 2^k is added to the exponent bits. Within 2 ulp of ``math.exp``.
+    """
+    for k in range(k0, k1):
+        xv = x[k]
+        xc = xv if xv > _EXP_MIN else _EXP_MIN
+        s = xc * _LOG2E + _SHIFT
+        kf = s - _SHIFT
+        r = (xc - kf * _LN2_HI) - kf * _LN2_LO
+        q = 1.0 / 479001600.0
+        q = q * r + 1.0 / 39916800.0
+        q = q * r + 1.0 / 3628800.0
+        q = q * r + 1.0 / 362880.0
+        q = q * r + 1.0 / 40320.0
+        q = q * r + 1.0 / 5040.0
+        q = q * r + 1.0 / 720.0
+        q = q * r + 1.0 / 120.0
+        q = q * r + 1.0 / 24.0
+        q = q * r + 1.0 / 6.0
+        q = q * r + 0.5
+        q = q * r + 1.0
+        q = q * r + 1.0
+        p[k] = q
+        t[k] = s
+    pb = p.view(np.int64)
+    tb = t.view(np.int64)
+    for k in range(k0, k1):
+        v = pb[k] + ((tb[k] - _SHIFT_BITS) << 52)
+        pb[k] = v if x[k] > _EXP_MIN else 0
 
 
-# reassoc lets LLVM vectorize the dense dot-product reductions (3.0 s -> 2.1 s on dense phishing);
-# each dot product then sums in a different order, a rounding-level change.
-@numba.njit(cache=True, fastmath={"reassoc"})
-def _fill_q(i, out, act, k0, k1, sparse, Xd, indptr, indices, data, sq, y, code, gamma, coef0,
-            degree, buf):
-    """out[t] = y_i y_t k(x_i, x_t) for t = act[k0:k1] (other entries of ``out`` untouched)."""
-    yi = y[i]
-    sqi = sq[i]
+@numba.njit(cache=True)
+def _fill_q(pi, out, k0, k1, gx, gk, ws):
+    """out[k] = Q[pi, k] = y_pi y_k k(x_pi, x_k) for positions k in [k0, k1).
+
+    gx = (XT, indptr, indices, data, perm, sqp, yp): dense X transposed (d, n) and swapped with the
+    positions, or CSR X in training order (read through ``perm``); squared norms and labels by
+    position. gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch.
+    """
+    XT, indptr, indices, data, perm, sqp, yp = gx
+    sparse, code, gamma, coef0, degree = gk
+    dots, t1, t2, buf = ws
+    if k1 <= k0:
+        return
     if sparse:
+        i = perm[pi]
         for p in range(indptr[i], indptr[i + 1]):
             buf[indices[p]] = data[p]
         for k in range(k0, k1):
-            t = act[k]
+            t = perm[k]
             s = 0.0
             for p in range(indptr[t], indptr[t + 1]):
                 s += data[p] * buf[indices[p]]
-            out[t] = yi * y[t] * _gram_value(s, sqi, sq[t], code, gamma, coef0, degree)
+            dots[k] = s
         for p in range(indptr[i], indptr[i + 1]):
             buf[indices[p]] = 0.0
     else:
-        d = Xd.shape[1]
-        xi = Xd[i]
         for k in range(k0, k1):
-            t = act[k]
-            xt = Xd[t]
-            s = 0.0
-            for f in range(d):
-                s += xi[f] * xt[f]
-            out[t] = yi * y[t] * _gram_value(s, sqi, sq[t], code, gamma, coef0, degree)
+            dots[k] = 0.0
+        for f in range(XT.shape[0]):
+            row = XT[f]
+            a = row[pi]
+            if a != 0.0:
+                for k in range(k0, k1):
+                    dots[k] += a * row[k]
+    yi = yp[pi]
+    if code == 0:
+        for k in range(k0, k1):
+            out[k] = yi * yp[k] * dots[k]
+    elif code == 2:
+        sqi = sqp[pi]
+        for k in range(k0, k1):
+            d = sqi + sqp[k] - 2.0 * dots[k]
+            t1[k] = -gamma * (d if d > 0.0 else 0.0)
+        _exp_into(t1, t2, dots, k0, k1)
+        for k in range(k0, k1):
+            out[k] = yi * yp[k] * t2[k]
+    elif code == 1:
+        for k in range(k0, k1):
+            base = gamma * dots[k] + coef0
+            r = 1.0
+            for _ in range(degree):
+                r *= base
+            out[k] = yi * yp[k] * r
+    else:
+        for k in range(k0, k1):
+            out[k] = yi * yp[k] * np.tanh(gamma * dots[k] + coef0)
 
 
 # ---------------------------------------------------------------------------------------------------
 # LRU row cache (state in arrays so that it lives inside compiled code)
+#   cache = (store, slot_of, owner, rlen, stamp, counters)
+#   store[s, :rlen[s]] holds Q row owner[s] (a position) on positions 0..rlen[s];
+#   slot_of[position] = slot or -1; counters = [clock, n_used, hits, misses, evaluated entries]
 # ---------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _get_row(i, protect, active_size, act, store, slot_of, owner, stamp, counters,
-             sparse, Xd, indptr, indices, data, sq, y, code, gamma, coef0, degree, buf):
-    """Slot of Q row ``i`` (valid on the active variables), computing it on a miss.
+def _get_row(pi, length, protect, cache, gx, gk, ws):
+    """Slot of Q row ``pi`` valid on positions 0..length, computing only what is missing.
 
-    ``counters``: [clock, n_used, hits, misses]. ``protect``: a slot that must not be evicted.
+    ``protect``: a slot that must not be evicted (-1: none).
     """
+    store, slot_of, owner, rlen, stamp, counters = cache
     counters[0] += 1
-    s = slot_of[i]
+    s = slot_of[pi]
     if s >= 0:
         stamp[s] = counters[0]
-        counters[2] += 1
-        return s
-    counters[3] += 1
-    cap = store.shape[0]
-    if counters[1] < cap:
-        s = counters[1]
-        counters[1] += 1
+        have = rlen[s]
+        if have >= length:
+            counters[2] += 1
+            return s
     else:
-        best = -1
-        bstamp = np.int64(2**62)
-        for c in range(cap):
-            if c != protect and stamp[c] < bstamp:
-                bstamp = stamp[c]
-                best = c
-        s = best
-        slot_of[owner[s]] = -1
-    owner[s] = i
-    slot_of[i] = s
-    stamp[s] = counters[0]
-    _fill_q(i, store[s], act, 0, active_size, sparse, Xd, indptr, indices, data, sq, y, code,
-            gamma, coef0, degree, buf)
+        cap = store.shape[0]
+        if counters[1] < cap:
+            s = counters[1]
+            counters[1] += 1
+        else:
+            best = -1
+            bstamp = np.int64(2**62)
+            for c in range(cap):
+                if c != protect and stamp[c] < bstamp:
+                    bstamp = stamp[c]
+                    best = c
+            s = best
+            slot_of[owner[s]] = -1
+        owner[s] = pi
+        slot_of[pi] = s
+        stamp[s] = counters[0]
+        have = 0
+    counters[3] += 1
+    counters[4] += length - have
+    _fill_q(pi, store[s], have, length, gx, gk, ws)
+    rlen[s] = length
     return s
 
 
 @numba.njit(cache=True)
-def _clear_cache(slot_of, owner, counters):
-    for c in range(counters[1]):
-        if owner[c] >= 0:
-            slot_of[owner[c]] = -1
-        owner[c] = -1
-    counters[1] = 0
+def _cache_apply_swaps(cache, sw_i, sw_j, m):
+    """Apply the position swaps (sw_i[r] < sw_j[r], r < m, in order) to every cached row: exchange the
+    two entries where both are valid, shorten the row to sw_i[r] where only the first one is."""
+    store, slot_of, owner, rlen, stamp, counters = cache
+    for s in range(counters[1]):
+        L = rlen[s]
+        if owner[s] < 0 or L == 0:
+            continue
+        row = store[s]
+        for r in range(m):
+            a = sw_i[r]
+            if L > a:
+                b = sw_j[r]
+                if L > b:
+                    tmp = row[a]
+                    row[a] = row[b]
+                    row[b] = tmp
+                else:
+                    L = a
+        rlen[s] = L
 
 
 # ---------------------------------------------------------------------------------------------------
-# Helpers of the solver
+# Helpers of the solver (all indices are positions)
 # ---------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _reconstruct(active_size, act, alpha, C, G, Gbar, tmp, sparse, Xd, indptr, indices, data, sq, y,
-                 code, gamma, coef0, degree, buf):
-    """Gradient of the inactive variables from G_bar and the free variables (LIBSVM's rule)."""
+def _swap(a, b, v):
+    """Exchange positions a and b of the per-variable arrays ``v`` and of the cache's row map (the
+    entries inside cached rows are exchanged later by :func:`_cache_apply_swaps`)."""
+    alpha, G, Gbar, C, QD, gx, cache = v
+    XT, indptr, indices, data, perm, sqp, yp = gx
+    store, slot_of, owner, rlen, stamp, counters = cache
+    alpha[a], alpha[b] = alpha[b], alpha[a]
+    G[a], G[b] = G[b], G[a]
+    Gbar[a], Gbar[b] = Gbar[b], Gbar[a]
+    C[a], C[b] = C[b], C[a]
+    QD[a], QD[b] = QD[b], QD[a]
+    perm[a], perm[b] = perm[b], perm[a]
+    sqp[a], sqp[b] = sqp[b], sqp[a]
+    yp[a], yp[b] = yp[b], yp[a]
+    if XT.shape[1] == alpha.shape[0]:  # dense: the columns of X^T move with the variables
+        for f in range(XT.shape[0]):
+            XT[f, a], XT[f, b] = XT[f, b], XT[f, a]
+    sa = slot_of[a]
+    sb = slot_of[b]
+    slot_of[a] = sb
+    slot_of[b] = sa
+    if sa >= 0:
+        owner[sa] = b
+    if sb >= 0:
+        owner[sb] = a
+
+
+@numba.njit(cache=True)
+def _reconstruct(active_size, v, gk, ws):
+    """Gradient of the inactive positions from G_bar and the free variables, by LIBSVM's rule: loop
+    over the inactive rows (length ``active_size``) or over the free rows (full length), whichever
+    needs fewer Gram values; rows come from (and stay in) the cache."""
+    alpha, G, Gbar, C, QD, gx, cache = v
+    store = cache[0]
     n = alpha.shape[0]
     if active_size == n:
         return
     for k in range(active_size, n):
-        t = act[k]
-        G[t] = Gbar[t] - 1.0
+        G[k] = Gbar[k] - 1.0
+    nr_free = 0
     for k in range(active_size):
-        i = act[k]
-        if 0.0 < alpha[i] < C[i]:
-            _fill_q(i, tmp, act, active_size, n, sparse, Xd, indptr, indices, data, sq, y, code,
-                    gamma, coef0, degree, buf)
-            a = alpha[i]
-            for k2 in range(active_size, n):
-                t = act[k2]
-                G[t] += a * tmp[t]
+        if 0.0 < alpha[k] < C[k]:
+            nr_free += 1
+    if nr_free * n > 2 * active_size * (n - active_size):
+        for i in range(active_size, n):
+            Qi = store[_get_row(i, active_size, -1, cache, gx, gk, ws)]
+            g = G[i]
+            for k in range(active_size):
+                if 0.0 < alpha[k] < C[k]:
+                    g += alpha[k] * Qi[k]
+            G[i] = g
+    else:
+        for i in range(active_size):
+            if 0.0 < alpha[i] < C[i]:
+                Qi = store[_get_row(i, n, -1, cache, gx, gk, ws)]
+                a = alpha[i]
+                for k in range(active_size, n):
+                    G[k] += a * Qi[k]
 
 
 @numba.njit(cache=True)
@@ -173,6 +299,85 @@ def _be_shrunk(t, gmax1, gmax2, alpha, C, G, y):
             return G[t] > gmax2
         return G[t] > gmax1
     return False
+
+
+@numba.njit(cache=True)
+def _shrink(active_size, unshrunk, tol, v, gk, ws, sw_i, sw_j):
+    """LIBSVM's do_shrinking. Returns (new active size, unshrunk, whether any position moved)."""
+    alpha, G, Gbar, C, QD, gx, cache = v
+    y = gx[6]
+    n = alpha.shape[0]
+    gmax1 = -np.inf  # max over I_up of -y G
+    gmax2 = -np.inf  # max over I_low of y G
+    for t in range(active_size):
+        yg = y[t] * G[t]
+        if (alpha[t] < C[t]) if y[t] > 0 else (alpha[t] > 0.0):
+            if -yg >= gmax1:
+                gmax1 = -yg
+        if (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < C[t]):
+            if yg >= gmax2:
+                gmax2 = yg
+    if (not unshrunk) and gmax1 + gmax2 <= tol * 10.0:
+        unshrunk = True
+        _reconstruct(active_size, v, gk, ws)
+        active_size = n
+    m = 0
+    k = 0
+    while k < active_size:
+        if _be_shrunk(k, gmax1, gmax2, alpha, C, G, y):
+            active_size -= 1
+            while active_size > k:
+                if not _be_shrunk(active_size, gmax1, gmax2, alpha, C, G, y):
+                    _swap(k, active_size, v)
+                    sw_i[m] = k
+                    sw_j[m] = active_size
+                    m += 1
+                    break
+                active_size -= 1
+        k += 1
+    if m > 0:
+        _cache_apply_swaps(cache, sw_i, sw_j, m)
+    return active_size, unshrunk, m > 0
+
+
+@numba.njit(cache=True)
+def _select(active_size, tol, v, gk, ws):
+    """WSS2 on positions 0..active_size: (i, j, gap) with i = j = -1 when optimal within ``tol``."""
+    alpha, G, Gbar, C, QD, gx, cache = v
+    y = gx[6]
+    gmax = -np.inf
+    i = -1
+    for t in range(active_size):
+        if (alpha[t] < C[t]) if y[t] > 0 else (alpha[t] > 0.0):
+            s = -y[t] * G[t]
+            if s >= gmax:
+                gmax = s
+                i = t
+    j = -1
+    gmax2 = -np.inf
+    if i >= 0:
+        Qi = cache[0][_get_row(i, active_size, -1, cache, gx, gk, ws)]
+        yi = y[i]
+        QDi = QD[i]
+        obj_min = np.inf
+        for t in range(active_size):
+            if (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < C[t]):
+                yg = y[t] * G[t]
+                if yg >= gmax2:
+                    gmax2 = yg
+                gd = gmax + yg
+                if gd > 0.0:
+                    quad = QDi + QD[t] - 2.0 * yi * y[t] * Qi[t]
+                    if quad <= 0.0:
+                        quad = TAU
+                    ob = -(gd * gd) / quad
+                    if ob <= obj_min:
+                        j = t
+                        obj_min = ob
+    gap = gmax + gmax2
+    if i < 0 or j < 0 or gap < tol:
+        return -1, -1, gap
+    return i, j, gap
 
 
 @numba.njit(cache=True)
@@ -211,13 +416,67 @@ def _clipped_gain(p, q, a, alpha, C, G, y):
     return m * g - 0.5 * a * m * m, free
 
 
+@numba.njit(cache=True, inline="always")
+def _clip_sum(a, b, ssum, Ca):
+    """One half of LIBSVM's clipping for y_i = y_j (a + b = ssum kept): a at most Ca, b at least 0."""
+    if ssum > Ca:
+        if a > Ca:
+            return Ca, ssum - Ca
+    elif b < 0.0:
+        return ssum, 0.0
+    return a, b
+
+
+@numba.njit(cache=True)
+def _smo_update(i, j, Qij, alpha, C, G, QD, y):
+    """LIBSVM's analytic two-variable update of alpha_i, alpha_j (in place)."""
+    Ci = C[i]
+    Cj = C[j]
+    if y[i] != y[j]:
+        quad = QD[i] + QD[j] + 2.0 * Qij
+        if quad <= 0.0:
+            quad = TAU
+        delta = (-G[i] - G[j]) / quad
+        diff = alpha[i] - alpha[j]
+        alpha[i] += delta
+        alpha[j] += delta
+        if diff > 0.0:
+            if alpha[j] < 0.0:
+                alpha[j] = 0.0
+                alpha[i] = diff
+        else:
+            if alpha[i] < 0.0:
+                alpha[i] = 0.0
+                alpha[j] = -diff
+        if diff > Ci - Cj:
+            if alpha[i] > Ci:
+                alpha[i] = Ci
+                alpha[j] = Ci - diff
+        else:
+            if alpha[j] > Cj:
+                alpha[j] = Cj
+                alpha[i] = Cj + diff
+    else:
+        quad = QD[i] + QD[j] - 2.0 * Qij
+        if quad <= 0.0:
+            quad = TAU
+        delta = (G[i] - G[j]) / quad
+        ssum = alpha[i] + alpha[j]
+        alpha[i] -= delta
+        alpha[j] += delta
+        alpha[i], alpha[j] = _clip_sum(alpha[i], alpha[j], ssum, Ci)
+        alpha[j], alpha[i] = _clip_sum(alpha[j], alpha[i], ssum, Cj)
+
+
 # ---------------------------------------------------------------------------------------------------
 # The solver
 # ---------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, coef0, degree,
-           store, tol, max_iter, shrinking, planning, pa_recent, eta, verbose):
-    """SMO (LIBSVM) or planning-ahead SMO on the binary C-SVC dual; ``alpha`` is updated in place.
+def _solve(gx, gk, C, alpha, QD, store, tol, max_iter, shrinking, planning, pa_recent, eta, verbose):
+    """SMO (LIBSVM) or planning-ahead SMO on the binary C-SVC dual.
+
+    ``gx``, ``C``, ``alpha`` and ``QD`` are permuted in place (positions); ``gx[4]`` (perm) maps
+    them back. Returns (G by position, n_iter, status, planning steps, partner steps, cache counters).
 
     Planning-ahead SMO (Glasmachers 2008) as implemented here
     ---------------------------------------------------------
@@ -241,28 +500,26 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
     singular when det(H) <= 1e-8 * prod(diag(H)); "hits the box" means the planned alpha_i or alpha_j
     would reach or cross 0 or C (strictly inside is required); the planned step must go in the
     ascent direction of v (mu * g_v > 0); with ``pa_recent=3`` the partner candidates after a planning
-    step are both earlier working sets, and the history is cleared whenever shrinking changes the
-    active set (rows of shrunk variables are not kept up to date).
+    step are both earlier working sets, and the history is cleared whenever shrinking moves or
+    drops variables (history entries are positions, and rows of inactive variables are not kept up
+    to date).
     """
+    y = gx[6]
     n = y.shape[0]
     G = np.empty(n)
     Gbar = np.zeros(n)
-    tmp = np.zeros(n)
-    dfeat = Xd.shape[1] if not sparse else 0
-    nbuf = 1
-    if sparse:
-        nbuf = 1
-        for p in range(indices.shape[0]):
-            if indices[p] + 1 > nbuf:
-                nbuf = indices[p] + 1
-    buf = np.zeros(nbuf)
-    act = np.arange(n)
-    pos = np.arange(n)
+    ws = (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(gk[5]))
+    gk5 = (gk[0], gk[1], gk[2], gk[3], gk[4])
     cap = store.shape[0]
     slot_of = -np.ones(n, dtype=np.int64)
     owner = -np.ones(cap, dtype=np.int64)
+    rlen = np.zeros(cap, dtype=np.int64)
     stamp = np.zeros(cap, dtype=np.int64)
-    counters = np.zeros(4, dtype=np.int64)  # clock, used, hits, misses
+    counters = np.zeros(5, dtype=np.int64)  # clock, used, hits, misses, evaluated Q entries
+    cache = (store, slot_of, owner, rlen, stamp, counters)
+    v = (alpha, G, Gbar, C, QD, gx, cache)
+    sw_i = np.empty(n, dtype=np.int64)
+    sw_j = np.empty(n, dtype=np.int64)
     active_size = n
 
     # ---- initial gradient (warm start: rows of the nonzero alphas) ----
@@ -270,9 +527,7 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
         G[t] = -1.0
     for i in range(n):
         if alpha[i] > 0.0:
-            si = _get_row(i, -1, active_size, act, store, slot_of, owner, stamp, counters, sparse,
-                          Xd, indptr, indices, data, sq, y, code, gamma, coef0, degree, buf)
-            Qi = store[si]
+            Qi = store[_get_row(i, n, -1, cache, gx, gk5, ws)]
             a = alpha[i]
             for t in range(n):
                 G[t] += a * Qi[t]
@@ -280,7 +535,7 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
                 for t in range(n):
                     Gbar[t] += C[i] * Qi[t]
 
-    # ---- planning-ahead state: history of the 3 most recent directions ----
+    # ---- planning-ahead state: history of the 3 most recent directions (positions) ----
     h_p = -np.ones(3, dtype=np.int64)
     h_q = -np.ones(3, dtype=np.int64)
     h_a = np.zeros(3)
@@ -297,6 +552,7 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
     it = 0
     status = 0
     unshrunk = False
+    gap = np.inf
     counter = min(n, 1000) + 1
     while True:
         if max_iter >= 0 and it >= max_iter:
@@ -306,137 +562,42 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
         if counter == 0:
             counter = min(n, 1000)
             if shrinking:
-                # ---- LIBSVM's do_shrinking ----
-                gmax1 = -np.inf
-                gmax2 = -np.inf
-                for k in range(active_size):
-                    t = act[k]
-                    up = alpha[t] < C[t]
-                    lowok = alpha[t] > 0.0
-                    if y[t] > 0:
-                        if up and -G[t] > gmax1:
-                            gmax1 = -G[t]
-                        if lowok and G[t] > gmax2:
-                            gmax2 = G[t]
-                    else:
-                        if up and -G[t] > gmax2:
-                            gmax2 = -G[t]
-                        if lowok and G[t] > gmax1:
-                            gmax1 = G[t]
                 old_size = active_size
-                if (not unshrunk) and gmax1 + gmax2 <= tol * 10.0:
-                    unshrunk = True
-                    _reconstruct(active_size, act, alpha, C, G, Gbar, tmp, sparse, Xd, indptr,
-                                 indices, data, sq, y, code, gamma, coef0, degree, buf)
-                    if active_size < n:
-                        _clear_cache(slot_of, owner, counters)
-                    active_size = n
-                k = 0
-                while k < active_size:
-                    t = act[k]
-                    if _be_shrunk(t, gmax1, gmax2, alpha, C, G, y):
-                        active_size -= 1
-                        while active_size > k:
-                            u = act[active_size]
-                            if not _be_shrunk(u, gmax1, gmax2, alpha, C, G, y):
-                                act[k] = u
-                                act[active_size] = t
-                                pos[u] = k
-                                pos[t] = active_size
-                                break
-                            active_size -= 1
-                    k += 1
-                if active_size != old_size:
+                active_size, unshrunk, moved = _shrink(active_size, unshrunk, tol, v, gk5, ws, sw_i,
+                                                       sw_j)
+                if moved or active_size != old_size:
                     h_p[:] = -1
                     last_free = False
                     last_plan = False
 
-        # ---- WSS2 (Fan, Chen & Lin 2005) ----
-        i = -1
-        j = -1
-        for attempt in range(2):
-            gmax = -np.inf
-            i = -1
-            for k in range(active_size):
-                t = act[k]
-                if y[t] > 0:
-                    if alpha[t] < C[t] and -G[t] >= gmax:
-                        gmax = -G[t]
-                        i = t
-                else:
-                    if alpha[t] > 0.0 and G[t] >= gmax:
-                        gmax = G[t]
-                        i = t
-            j = -1
-            gmax2 = -np.inf
-            if i >= 0:
-                si = _get_row(i, -1, active_size, act, store, slot_of, owner, stamp, counters,
-                              sparse, Xd, indptr, indices, data, sq, y, code, gamma, coef0, degree,
-                              buf)
-                Qi = store[si]
-                yi = y[i]
-                QDi = QD[i]
-                obj_min = np.inf
-                for k in range(active_size):
-                    t = act[k]
-                    if y[t] > 0:
-                        if alpha[t] > 0.0:
-                            gd = gmax + G[t]
-                            if G[t] >= gmax2:
-                                gmax2 = G[t]
-                            if gd > 0.0:
-                                quad = QDi + QD[t] - 2.0 * yi * Qi[t]
-                                if quad <= 0.0:
-                                    quad = TAU
-                                ob = -(gd * gd) / quad
-                                if ob <= obj_min:
-                                    j = t
-                                    obj_min = ob
-                    else:
-                        if alpha[t] < C[t]:
-                            gd = gmax - G[t]
-                            if -G[t] >= gmax2:
-                                gmax2 = -G[t]
-                            if gd > 0.0:
-                                quad = QDi + QD[t] + 2.0 * yi * Qi[t]
-                                if quad <= 0.0:
-                                    quad = TAU
-                                ob = -(gd * gd) / quad
-                                if ob <= obj_min:
-                                    j = t
-                                    obj_min = ob
-            done = (i < 0) or (j < 0) or (gmax + gmax2 <= tol)
-            if not done:
-                break
-            if attempt == 0 and active_size < n:
-                # final check on all variables
-                _reconstruct(active_size, act, alpha, C, G, Gbar, tmp, sparse, Xd, indptr, indices,
-                             data, sq, y, code, gamma, coef0, degree, buf)
-                _clear_cache(slot_of, owner, counters)
-                active_size = n
-                h_p[:] = -1
-                last_free = False
-                last_plan = False
-                counter = 1
-                continue
-            i = -1
-            break
+        i, j, gap = _select(active_size, tol, v, gk5, ws)
         if i < 0:
-            break
+            if active_size == n:
+                break
+            # final check on all variables
+            _reconstruct(active_size, v, gk5, ws)
+            active_size = n
+            h_p[:] = -1
+            last_free = False
+            last_plan = False
+            i, j, gap = _select(active_size, tol, v, gk5, ws)
+            if i < 0:
+                break
+            counter = 1  # shrink at the next step
 
         it += 1
 
         # ---- planning-ahead: modified working-set selection after a planning step ----
         if planning and last_plan:
-            gw, _ = _clipped_gain(i, j, QD[i] + QD[j] - 2.0 * y[i] * y[j] *
-                                  store[slot_of[i]][j], alpha, C, G, y)
+            gw, _ = _clipped_gain(i, j, QD[i] + QD[j] - 2.0 * y[i] * y[j] * store[slot_of[i]][j],
+                                  alpha, C, G, y)
             best = -np.inf
             bp = -1
             bq = -1
             for r in range(n_partner):
                 hp = h_p[part[r]]
                 hq = h_q[part[r]]
-                if hp < 0 or pos[hp] >= active_size or pos[hq] >= active_size:
+                if hp < 0 or hp >= active_size or hq >= active_size:
                     continue
                 gr, _ = _clipped_gain(hp, hq, h_a[part[r]], alpha, C, G, y)
                 if gr > best:
@@ -448,10 +609,8 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
                 j = bq
                 n_partner_taken += 1
 
-        si = _get_row(i, -1, active_size, act, store, slot_of, owner, stamp, counters, sparse, Xd,
-                      indptr, indices, data, sq, y, code, gamma, coef0, degree, buf)
-        sj = _get_row(j, si, active_size, act, store, slot_of, owner, stamp, counters, sparse, Xd,
-                      indptr, indices, data, sq, y, code, gamma, coef0, degree, buf)
+        si = _get_row(i, active_size, -1, cache, gx, gk5, ws)
+        sj = _get_row(j, active_size, si, cache, gx, gk5, ws)
         Qi = store[si]
         Qj = store[sj]
         s = -y[i] * y[j]
@@ -461,131 +620,39 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
         ai_old = alpha[i]
         aj_old = alpha[j]
 
-        # cross terms d_v^T Q d_k with the history (rows i, j are valid on the active set)
-        for r in range(3):
-            hp = h_p[r]
-            if hp >= 0 and pos[hp] < active_size and pos[h_q[r]] < active_size:
-                hq = h_q[r]
-                hs = -y[hp] * y[hq]
-                h_cv[r] = (Qi[hp] + hs * Qi[hq]) + s * (Qj[hp] + hs * Qj[hq])
-            else:
-                h_cv[r] = np.nan
-
         took_plan = False
         gain_step = 0.0
-        if planning and last_free and (not last_plan) and h_p[0] >= 0 and not np.isnan(h_cv[0]) \
-                and not (h_p[0] == i and h_q[0] == j) and not (h_p[0] == j and h_q[0] == i):
-            g_v = -(G[i] + s * G[j])
-            mu = np.nan
-            npart = 0
-            # 3-d plan: v, d_0, d_1
-            if pa_recent == 3 and h_p[1] >= 0 and not np.isnan(h_cv[1]) and not np.isnan(h_c[0]):
-                p0 = h_p[0]
-                q0 = h_q[0]
-                p1 = h_p[1]
-                q1 = h_q[1]
-                g0 = -(G[p0] - y[p0] * y[q0] * G[q0])
-                g1 = -(G[p1] - y[p1] * y[q1] * G[q1])
-                H00 = a_v
-                H01 = h_cv[0]
-                H02 = h_cv[1]
-                H11 = h_a[0]
-                H12 = h_c[0]
-                H22 = h_a[1]
-                det = (H00 * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
-                       + H02 * (H01 * H12 - H11 * H02))
-                m2 = H00 * H11 - H01 * H01
-                if m2 > PA_COND * H00 * H11 and det > PA_COND * H00 * H11 * H22:
-                    # Cramer's rule for the first component
-                    num = (g_v * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
-                           + H02 * (g0 * H12 - H11 * g1))
-                    mu = num / det
-                    npart = 2
-            if npart == 2:
-                ok = mu * g_v > 0.0
-                ni = ai_old + mu
-                nj = aj_old + s * mu
-                if not (ok and 0.0 < ni < C[i] and 0.0 < nj < C[j]):
-                    npart = 0
-            if npart == 0:
-                p0 = h_p[0]
-                q0 = h_q[0]
-                g0 = -(G[p0] - y[p0] * y[q0] * G[q0])
-                H00 = a_v
-                H01 = h_cv[0]
-                H11 = h_a[0]
-                det = H00 * H11 - H01 * H01
-                if det > PA_COND * H00 * H11:
-                    mu = (H11 * g_v - H01 * g0) / det
-                    ni = ai_old + mu
-                    nj = aj_old + s * mu
-                    if mu * g_v > 0.0 and 0.0 < ni < C[i] and 0.0 < nj < C[j]:
-                        npart = 1
-            if npart > 0:
-                alpha[i] = ai_old + mu
-                alpha[j] = aj_old + s * mu
-                gain_step = mu * g_v - 0.5 * a_v * mu * mu
-                took_plan = True
-                n_plan += 1
-                n_partner = npart
-                # after the history shift below, the partners d_0, d_1 sit in slots 1, 2
-                part[0] = 1
-                part[1] = 2
+        if planning:
+            # cross terms d_v^T Q d_k with the history (rows i, j are valid on the active set)
+            for r in range(3):
+                hp = h_p[r]
+                if hp >= 0 and hp < active_size and h_q[r] < active_size:
+                    hq = h_q[r]
+                    hs = -y[hp] * y[hq]
+                    h_cv[r] = (Qi[hp] + hs * Qi[hq]) + s * (Qj[hp] + hs * Qj[hq])
+                else:
+                    h_cv[r] = np.nan
+            if last_free and (not last_plan) and h_p[0] >= 0 and not np.isnan(h_cv[0]) \
+                    and not (h_p[0] == i and h_q[0] == j) and not (h_p[0] == j and h_q[0] == i):
+                mu, npart = _plan_step(i, j, s, a_v, alpha, C, G, y, h_p, h_q, h_a, h_c, h_cv,
+                                       pa_recent)
+                if npart > 0:
+                    g_v = -(G[i] + s * G[j])
+                    alpha[i] = ai_old + mu
+                    alpha[j] = aj_old + s * mu
+                    gain_step = mu * g_v - 0.5 * a_v * mu * mu
+                    took_plan = True
+                    n_plan += 1
+                    n_partner = npart
+                    # after the history shift below, the partners d_0, d_1 sit in slots 1, 2
+                    part[0] = 1
+                    part[1] = 2
 
         step_free = False
         if not took_plan:
-            _, step_free = _clipped_gain(i, j, a_v, alpha, C, G, y)
-            # ---- LIBSVM's analytic update ----
-            Ci = C[i]
-            Cj = C[j]
-            if y[i] != y[j]:
-                quad = QD[i] + QD[j] + 2.0 * Qi[j]
-                if quad <= 0.0:
-                    quad = TAU
-                delta = (-G[i] - G[j]) / quad
-                diff = alpha[i] - alpha[j]
-                alpha[i] += delta
-                alpha[j] += delta
-                if diff > 0.0:
-                    if alpha[j] < 0.0:
-                        alpha[j] = 0.0
-                        alpha[i] = diff
-                else:
-                    if alpha[i] < 0.0:
-                        alpha[i] = 0.0
-                        alpha[j] = -diff
-                if diff > Ci - Cj:
-                    if alpha[i] > Ci:
-                        alpha[i] = Ci
-                        alpha[j] = Ci - diff
-                else:
-                    if alpha[j] > Cj:
-                        alpha[j] = Cj
-                        alpha[i] = Cj + diff
-            else:
-                quad = QD[i] + QD[j] - 2.0 * Qi[j]
-                if quad <= 0.0:
-                    quad = TAU
-                delta = (G[i] - G[j]) / quad
-                ssum = alpha[i] + alpha[j]
-                alpha[i] -= delta
-                alpha[j] += delta
-                if ssum > Ci:
-                    if alpha[i] > Ci:
-                        alpha[i] = Ci
-                        alpha[j] = ssum - Ci
-                else:
-                    if alpha[j] < 0.0:
-                        alpha[j] = 0.0
-                        alpha[i] = ssum
-                if ssum > Cj:
-                    if alpha[j] > Cj:
-                        alpha[j] = Cj
-                        alpha[i] = ssum - Cj
-                else:
-                    if alpha[i] < 0.0:
-                        alpha[i] = 0.0
-                        alpha[j] = ssum
+            if planning:
+                _, step_free = _clipped_gain(i, j, a_v, alpha, C, G, y)
+            _smo_update(i, j, Qi[j], alpha, C, G, QD, y)
             if planning:
                 mu_t = alpha[i] - ai_old
                 g_v = -(G[i] + s * G[j])
@@ -594,29 +661,18 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
         # ---- gradient update on the active set ----
         dai = alpha[i] - ai_old
         daj = alpha[j] - aj_old
-        for k in range(active_size):
-            t = act[k]
+        for t in range(active_size):
             G[t] += Qi[t] * dai + Qj[t] * daj
 
-        # ---- G_bar when a variable enters or leaves the upper bound ----
+        # ---- G_bar when a variable enters or leaves the upper bound (full rows, via the cache) ----
         for w in range(2):
-            v = i if w == 0 else j
+            p = i if w == 0 else j
             old = ai_old if w == 0 else aj_old
-            Qv = Qi if w == 0 else Qj
-            was_up = old >= C[v]
-            now_up = alpha[v] >= C[v]
-            if was_up != now_up:
-                sign = 1.0 if now_up else -1.0
-                cv = sign * C[v]
-                for k in range(active_size):
-                    t = act[k]
-                    Gbar[t] += cv * Qv[t]
-                if active_size < n:
-                    _fill_q(v, tmp, act, active_size, n, sparse, Xd, indptr, indices, data, sq, y,
-                            code, gamma, coef0, degree, buf)
-                    for k in range(active_size, n):
-                        t = act[k]
-                        Gbar[t] += cv * tmp[t]
+            if (old >= C[p]) != (alpha[p] >= C[p]):
+                cp = C[p] if alpha[p] >= C[p] else -C[p]
+                Qp = store[_get_row(p, n, -1, cache, gx, gk5, ws)]
+                for t in range(n):
+                    Gbar[t] += cp * Qp[t]
 
         if planning:
             # shift the history; the new entry is this step's direction
@@ -634,19 +690,62 @@ def _solve(sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, code, gamma, 
             plan_gain1 = gain_step
 
         if verbose and it % 10000 == 0:
-            print("smo iter", it, "active", active_size, "gap", gmax + gmax2)
+            print("smo iter", it, "active", active_size, "gap", gap)
 
     if active_size < n:
-        _reconstruct(active_size, act, alpha, C, G, Gbar, tmp, sparse, Xd, indptr, indices, data,
-                     sq, y, code, gamma, coef0, degree, buf)
-    return G, it, status, n_plan, n_partner_taken, counters[2], counters[3], dfeat
+        _reconstruct(active_size, v, gk5, ws)
+    return G, it, status, n_plan, n_partner_taken, counters
+
+
+@numba.njit(cache=True)
+def _plan_step(i, j, s, a_v, alpha, C, G, y, h_p, h_q, h_a, h_c, h_cv, pa_recent):
+    """The planning-ahead step mu along v = e_i + s e_j and the number of planned partners (0: take
+    the plain SMO step): the first component of the Newton step of the 3-d (v, d_0, d_1) or 2-d
+    (v, d_0) sub-problem, kept only when it moves in the ascent direction of v and stays strictly
+    inside the box."""
+    g_v = -(G[i] + s * G[j])
+    ai = alpha[i]
+    aj = alpha[j]
+    p0 = h_p[0]
+    q0 = h_q[0]
+    g0 = -(G[p0] - y[p0] * y[q0] * G[q0])
+    H00 = a_v
+    H01 = h_cv[0]
+    H11 = h_a[0]
+    if pa_recent == 3 and h_p[1] >= 0 and not np.isnan(h_cv[1]) and not np.isnan(h_c[0]):
+        p1 = h_p[1]
+        q1 = h_q[1]
+        g1 = -(G[p1] - y[p1] * y[q1] * G[q1])
+        H02 = h_cv[1]
+        H12 = h_c[0]
+        H22 = h_a[1]
+        det = (H00 * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
+               + H02 * (H01 * H12 - H11 * H02))
+        m2 = H00 * H11 - H01 * H01
+        if m2 > PA_COND * H00 * H11 and det > PA_COND * H00 * H11 * H22:
+            # Cramer's rule for the first component
+            num = (g_v * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
+                   + H02 * (g0 * H12 - H11 * g1))
+            mu = num / det
+            if mu * g_v > 0.0 and 0.0 < ai + mu < C[i] and 0.0 < aj + s * mu < C[j]:
+                return mu, 2
+    det = H00 * H11 - H01 * H01
+    if det > PA_COND * H00 * H11:
+        mu = (H11 * g_v - H01 * g0) / det
+        if mu * g_v > 0.0 and 0.0 < ai + mu < C[i] and 0.0 < aj + s * mu < C[j]:
+            return mu, 1
+    return 0.0, 0
 
 
 _CODES = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
 
 
-def _prepare(X, spec, x_sqnorm):
-    """Arrays for the compiled solver: dense float64 C-contiguous X, or the CSR triplet."""
+def _prepare(X):
+    """The compiled solver's view of X: (sparse, XT, indptr, indices, data, sq, n_buf).
+
+    Dense X becomes a float64 C-contiguous *transposed copy* (d, n) that the solver permutes in place;
+    CSR X stays in training order (float64 data, int64 indices).
+    """
     import scipy.sparse as sp
 
     if sp.issparse(X):
@@ -657,20 +756,16 @@ def _prepare(X, spec, x_sqnorm):
         if X.nnz * 3 >= n * d and n * d * 8 <= 256 * 2**20:
             X = X.toarray()
     if sp.issparse(X):
-        sparse = True
         data = np.ascontiguousarray(X.data, dtype=np.float64)
         indices = np.ascontiguousarray(X.indices, dtype=np.int64)
         indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
-        Xd = np.zeros((1, 1))
         sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-    else:
-        sparse = False
-        Xd = np.ascontiguousarray(X, dtype=np.float64)
-        data = np.zeros(1)
-        indices = np.zeros(1, dtype=np.int64)
-        indptr = np.zeros(2, dtype=np.int64)
-        sq = np.einsum("ij,ij->i", Xd, Xd)
-    return sparse, Xd, indptr, indices, data, sq
+        n_buf = max(1, int(X.shape[1]))
+        return True, np.zeros((1, 1)), indptr, indices, data, sq, n_buf
+    X = np.asarray(X, dtype=np.float64)
+    XT = np.array(X.T, dtype=np.float64, order="C")  # always a copy: the solver swaps its columns
+    sq = np.einsum("ij,ij->i", X, X)
+    return False, XT, np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), sq, 1
 
 
 def _diag(sq, spec):
@@ -697,13 +792,15 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     C : ndarray of shape (n,)
         Per-sample upper bounds (C times class and sample weights); C_i = 0 fixes alpha_i at 0.
     tol : float
-        Stop when max_{I_up} -y G - min_{I_low} -y G <= tol.
+        Stop when max_{I_up} -y G - min_{I_low} -y G < tol.
     max_iter : int
         Limit on SMO steps; -1 for none.
     cache_bytes : int
         Byte budget of the Gram-row cache (at least two rows are always kept).
     alpha0 : ndarray of shape (n,), optional
         Feasible warm start; the gradient is computed from its nonzero entries.
+    x_sqnorm : ignored
+        Squared row norms are computed here in float64 (accepted for the op's common signature).
     gram_dtype : {"float32", "float64"}
         Type of the cached Gram values (alpha and the gradient are always float64).
     planning : bool
@@ -714,27 +811,35 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     Returns
     -------
     dict with alpha (n,), G (n,) = Q alpha - 1, n_iter, converged, and counters (planning steps,
-    cache hits/misses).
+    cache hits/misses, evaluated Gram values).
     """
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    C = np.ascontiguousarray(C, dtype=np.float64)
-    n = y.shape[0]
-    sparse, Xd, indptr, indices, data, sq = _prepare(X, spec, x_sqnorm)
+    n = int(np.shape(y)[0])
+    yp = np.array(y, dtype=np.float64)  # copies: the solver permutes them
+    Cp = np.array(C, dtype=np.float64)
+    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(X)
     QD = _diag(sq, spec)
     if alpha0 is None:
         alpha = np.zeros(n)
     else:
-        alpha = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, C).copy()
+        alpha = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, Cp)
+    perm = np.arange(n, dtype=np.int64)
     qdtype = np.float64 if str(np.dtype(gram_dtype)) == "float64" else np.float32
     row_bytes = max(1, n * np.dtype(qdtype).itemsize)
     cap = int(max(2, min(n, int(cache_bytes) // row_bytes)))
     store = np.empty((cap, n), dtype=qdtype)
-    G, it, status, n_plan, n_partner, hits, misses, _ = _solve(
-        sparse, Xd, indptr, indices, data, sq, y, C, alpha, QD, _CODES[spec.kind], float(spec.gamma),
-        float(spec.coef0), int(spec.degree), store, float(tol), int(max_iter), bool(shrinking),
-        bool(planning), int(pa_recent), PA_ETA, bool(verbose))
+    gx = (XT, indptr, indices, data, perm, sq.copy(), yp)
+    gk = (bool(sparse), _CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree),
+          int(n_buf))
+    Gp, it, status, n_plan, n_partner, counters = _solve(
+        gx, gk, Cp, alpha, QD, store, float(tol), int(max_iter), bool(shrinking), bool(planning),
+        int(pa_recent), PA_ETA, bool(verbose))
+    alpha_out = np.empty(n)
+    alpha_out[perm] = alpha
+    G = np.empty(n)
+    G[perm] = Gp
     return {
-        "alpha": alpha, "G": G, "n_iter": int(it), "converged": status == 0,
+        "alpha": alpha_out, "G": G, "n_iter": int(it), "converged": status == 0,
         "info": {"planning_steps": int(n_plan), "partner_steps": int(n_partner),
-                 "cache_hits": int(hits), "cache_misses": int(misses), "cache_rows": cap},
+                 "cache_hits": int(counters[2]), "cache_misses": int(counters[3]),
+                 "gram_evaluations": int(counters[4]), "cache_rows": cap},
     }
