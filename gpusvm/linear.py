@@ -43,13 +43,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     solver : {"dcd", "avsf"}, default="dcd"
         "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
         variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``. The
-        default is "dcd" because it needed fewer coordinate steps than "avsf" wherever we measured
-        (benchmarks/results/linear_table_cpu.md): at C <= 1 on a9a, w8a, ijcnn1 and phishing, and
-        also at the large C where AVSF is meant to win: on full a9a at C=1000, tol=0.01, DCD converged
-        after 1.40e9 steps while AVSF had not converged after 1.42e9 (its 150 s cap); on a 5,000-row
-        a9a subset at C=100 AVSF took 6.5x more steps than DCD (1.6e8 vs 2.5e7). There the active set
-        is a few percent of the variables: shrinking drops the rest, while AVSF's preference floor of
-        1/20 still spends a large share of each sweep on them. See :mod:`gpusvm._solvers.dcd`.
+        default is "dcd" because it needed fewer coordinate steps than "avsf" in most cells we measured
+        (benchmarks/results/linear_table_cpu.md), including the large-C case AVSF is meant for: on full
+        a9a at C=1000, tol=0.01, DCD converged after 1.40e9 steps and AVSF after 2.17e9
+        (benchmarks/results/linear_avsf_diagnosis_cpu.md). There both make the same number of steps
+        that move a dual variable, but the active set ends at a few hundred of the 32,561 variables:
+        shrinking drops the rest, while AVSF's preference floor of 1/20 still spends about 40% of its
+        steps on them. On w8a at C=100 AVSF reached a given accuracy up to 5x sooner, but its stopping
+        rule ran on to a far more accurate solution, ending with as many steps as DCD. See
+        :mod:`gpusvm._solvers.dcd`.
     fit_intercept : bool, default=True
     intercept_scaling : float > 0, default=1.0
         Value of the constant feature; ``intercept_ = intercept_scaling * w_bias``.

@@ -27,19 +27,33 @@ sweep and afterwards the fading average ``r <- (1 - 1/n) r + g / n``. There is n
 sweep meeting ``tol`` may stop the solver only if it was a uniform sweep (``canstop``); otherwise all
 preferences are reset to 1 and a uniform sweep follows.
 
-Fidelity. The paper's text could not be retrieved while this was written, so every rule was checked
-against the authors' two public implementations: Shark's ``QpBoxLinear`` (Glasmachers) and the ACF
-variant of LIBLINEAR's ``solve_l2r_l1l2_svc`` in LiblineaR.ACF (Demircioglu, Glasmachers, Dogan). Both
-agree with ours on: ``c = 1/5``, preferences clipped to ``[1/20, 20]``, the gain being the exact dual
-improvement of the step (0 for a visit that does not move), the reference gain being the first sweep's
-mean gain and then the fading average with rate ``1/n``, preferences frozen during the first sweep, no
-shrinking, and the canstop logic (``canstop`` starts true). Where they differ we follow one of them:
-the stopping quantity is ``v_max - v_min`` of the projected gradient over the sweep, as in the authors'
-LIBLINEAR version and the baseline, so ``tol`` means the same for both methods (Shark stops on
-``max |pg| < tol``); the schedule is Shark's sequential randomized rounding with exactly ``n`` visits
-per sweep (the LIBLINEAR version carries the fractional parts from sweep to sweep instead, so its sweeps
-have about ``n`` visits). One guard is ours: when the reference gain is 0 (nothing left to gain, which
-needs every step of the first sweep to be null) preferences are left unchanged instead of dividing by 0.
+Fidelity. The paper's text could not be retrieved (the stored copies hold only its abstract and first
+page), so every rule was checked against the authors' two public implementations: Shark's
+``QpBoxLinear`` (Glasmachers) and the ACF variant of LIBLINEAR's ``solve_l2r_l1l2_svc`` in LiblineaR.ACF
+(Demircioglu, Glasmachers, Dogan). Both agree with ours on: ``c = 1/5``, preferences clipped to
+``[1/20, 20]``, the reference gain being the first sweep's mean gain and then the fading average with
+rate ``1/n``, preferences frozen during the first sweep, no shrinking, and the canstop logic (``canstop``
+starts true). The gain of a step is the exact dual improvement (0 for a visit that does not move), as in
+Shark; LiblineaR.ACF's formula, with its gradient of the opposite sign, amounts to the improvement plus
+``q mu^2`` (3x the improvement for an unclipped step), which weights clipped steps relatively more.
+Where the two differ we follow one of them: the stopping quantity is ``v_max - v_min`` of the projected
+gradient over the sweep, as in the authors' LIBLINEAR version and the baseline, so ``tol`` means the same
+for both methods (Shark stops on ``max |pg| < tol``); the schedule is Shark's sequential randomized
+rounding with exactly ``n`` visits per sweep (the LIBLINEAR version carries the fractional parts from
+sweep to sweep instead, so its sweeps have about ``n`` visits). One guard is ours: when the reference
+gain is 0 (nothing left to gain, which needs every step of the first sweep to be null) preferences are
+left unchanged instead of dividing by 0.
+
+Measured behaviour (benchmarks/results/linear_avsf_diagnosis_cpu.md: dual objective, KKT violation of
+every variable and preference mass against steps). The issue's target, AVSF with >= 5x fewer steps than
+the baseline at C = 1000, is not met on a9a, and the data say why: on a9a (C = 100, 1000) AVSF needs as
+many steps that move ``alpha`` as DCD (1.32e9 vs 1.35e9 at C = 1000), and in the end phase, with a few
+hundred free variables left, about 40% of its steps go to the ~32,000 variables held at the preference
+floor 1/20, which shrinking removes from the baseline's sweeps: 2.17e9 vs 1.40e9 steps in total. On w8a
+(C = 100) AVSF does progress much faster (4.9x fewer steps to a relative dual accuracy of 1e-4; the
+baseline's shrinking drops variables that still violate), but the stopping rule only fires once the few
+remaining violators, which gain little per step and so hold 2.6-7% of the preference mass, are fixed:
+AVSF stops at a 1e4x more accurate dual than the baseline, after about as many steps (5.40e8 vs 5.61e8).
 
 Both stop after ``max_iter`` sweeps (``converged=False``) or a time budget (benchmarks only).
 
