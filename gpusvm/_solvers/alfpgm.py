@@ -141,7 +141,9 @@ def _top(xp, key, k, largest=True):
         return xp.zeros(0, dtype=xp.int64)
     s = -key if largest else key
     idx = xp.arange(n, dtype=xp.int64) if k == n else xp.argpartition(s, k - 1)[:k].astype(xp.int64)
-    return idx[xp.argsort(s[idx], kind="stable")]
+    # CuPy's argsort is always stable and older CuPy rejects the kind argument
+    order = xp.argsort(s[idx], kind="stable") if xp.__name__ == "numpy" else xp.argsort(s[idx])
+    return idx[order]
 
 
 def _merge_duplicates(be, X, y, alpha, C, G, cache):
@@ -340,7 +342,11 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         i_star = xp.argmax(s_up)
         m_top = s_up[i_star]
         m_low = xp.min(s_low)
-        gap = float(m_top - m_low)  # the convergence check: one host sync per round
+        # MinMaxLimiter: which variables the pairs may use; r_gap is the violation among the allowed
+        at_bound = (alpha <= 0) | (alpha >= C)
+        excl = (last_move < delta_alpha) | (count >= max_alpha_opt) | ((count >= min_alpha_opt) & at_bound)
+        r_gap = xp.max(xp.where(up & ~excl, q, neg_inf)) - xp.min(xp.where(low & ~excl, q, pos_inf))
+        gap, r_gap = (float(v) for v in be.to_host(xp.stack([m_top - m_low, r_gap])).tolist())  # one sync
         if verbose and rounds % every == 0:
             print(f"[alfpgm] round {rounds}: gap {gap:.6g}, pairs {pairs_total}")
         if not (gap > tol):
@@ -363,11 +369,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         pair_gain = t_ij * b_ij - 0.5 * a_ij * t_ij * t_ij
 
         # ---- pWSS with the MinMaxLimiter ---------------------------------------------------------
-        at_bound = (alpha <= 0) | (alpha >= C)
-        excl = (last_move < delta_alpha) | (count >= max_alpha_opt) | ((count >= min_alpha_opt) & at_bound)
         # reset the limiter once it hides the violation: the gap among the allowed variables fell
         # below half of the true gap (then the extra pairs would be nearly useless)
-        r_gap = float(xp.max(xp.where(up & ~excl, q, neg_inf)) - xp.min(xp.where(low & ~excl, q, pos_inf)))
         if not (r_gap >= 0.5 * gap):
             count[...] = 0
             excl[...] = False
