@@ -322,20 +322,41 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
     return n_sv
 
 
+@numba.njit(cache=True)
+def _csr_of_dense(X):
+    """The nonzeros of dense X in CSR form (ptr, idx, val) and its squared row norms, in one pass."""
+    n, d = X.shape
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for k in range(d):
+            if X[i, k] != 0.0:
+                c += 1
+        ptr[i + 1] = ptr[i] + c
+    idx = np.empty(ptr[n], dtype=np.int64)
+    val = np.empty(ptr[n])
+    xsq = np.empty(n)
+    for i in range(n):
+        q = ptr[i]
+        acc = 0.0
+        for k in range(d):
+            v = X[i, k]
+            if v != 0.0:
+                idx[q] = k
+                val[q] = v
+                acc += v * v
+                q += 1
+        xsq[i] = acc
+    return ptr, idx, val, xsq
+
+
 def _columns(X, margin):
     """CSR view of the nonzeros of dense X and squared row norms, or None for the row-wise margins."""
     if margin not in ("auto", "rows", "columns"):
         raise ValueError(f"margin must be 'auto', 'rows' or 'columns'; got {margin!r}")
     if margin == "rows" or X.size == 0:
         return None
-    mask = X != 0
-    nnz_rows = mask.sum(axis=1)
-    ptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(nnz_rows, out=ptr[1:])
-    idx = np.nonzero(mask)[1].astype(np.int64)
-    val = np.ascontiguousarray(X[mask])
-    xsq = np.einsum("ij,ij->i", X, X)
-    return ptr, idx, val, xsq
+    return _csr_of_dense(X)
 
 
 def _prep(be, X, y, order, budget, sv, alpha):
