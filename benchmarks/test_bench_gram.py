@@ -9,6 +9,8 @@ GPU) so pytest-benchmark prints them side by side; ``extra_info`` holds the thro
 second and the product's GFLOP/s).
 
 * CPU: 5,000 x 1,024 blocks (d = 22, 300; dense float64 and float32; CSR for d = 300 at 5% density).
+  The elementwise transform alone (NumPy in place vs the fused Numba twin, which gram.py picks per
+  kind, dtype and size) is measured over tile shapes by ``benchmarks/gram_transform.py``.
 * GPU (skipped without a CUDA device): the 50,000 x 1,024 RBF block at d = 22 (ijcnn1-like) and
   d = 300 (w8a-like), float32 and float64, against cupy.matmul of the same shapes. The device is
   synchronized inside the timed function, and one untimed call compiles the kernel first.

@@ -129,9 +129,64 @@ def test_gram_spec_rejects_bad_hyperparameters(kwargs, param):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_gram_large_tile_parallel_path(backend, kind):
-    # 300 x 300 = 90,000 values per tile: the CPU twin's parallel version runs
+def test_gram_large_tile(backend, kind):
+    # 300 x 300 = 90,000 values per tile: above the Numba twin's parallel threshold
     X, Y = _data(300, 300, 7, seed=11)
     spec = GramSpec(kind, gamma=0.1, coef0=0.2, degree=2)
     K = backend.to_host(backend.gram(backend.asarray(X), backend.asarray(Y), spec))
+    np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["poly", "rbf", "sigmoid"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rows", [3, 300])  # serial and parallel Numba builds
+def test_cpu_transforms_agree(kind, dtype, rows):
+    """Both CPU transforms (NumPy in place, fused Numba) give the gram values, whichever the rule picks;
+    F-ordered products (dense x CSR tiles) and strided destinations included."""
+    from gpusvm import get_backend
+    from gpusvm._backend.ops.gram import _cpu_fused, _transform_numpy
+
+    be = get_backend("cpu")
+    X, Y = _data(rows, 301, 6, seed=rows)
+    X, Y = X.astype(dtype), Y.astype(dtype)
+    spec = GramSpec(kind, gamma=0.2, coef0=0.4, degree=3)
+    ref = _reference(X, Y, spec)
+    xn, yn = (X * X).sum(1), (Y * Y).sum(1)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-5)
+    for order in ("C", "F"):
+        prod = np.asarray(X @ Y.T, order=order)
+        out = np.full((rows, 400), -7.0, dtype=dtype)
+        dst = out[:, 50:351]  # a strided view, as gram writes its tiles
+        T = dst.dtype.type
+        _cpu_fused(rows * 301 >= 1 << 16)(prod, dst, xn, yn, spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
+        np.testing.assert_allclose(dst, ref, **tol)
+        dst[...] = 0
+        _transform_numpy(be, prod.copy(order="A"), dst, xn, yn, spec)
+        np.testing.assert_allclose(dst, ref, **tol)
+        assert np.all(out[:, :50] == -7.0) and np.all(out[:, 351:] == -7.0)  # nothing outside the tile
+
+
+def test_cpu_transform_rule_picks_numba_for_large_float64_poly():
+    """The rule's one Numba case runs and is correct: a float64 poly tile of 2**20 elements."""
+    from gpusvm import get_backend
+    from gpusvm._backend.ops import gram as gram_op
+
+    assert gram_op._cpu_uses_numba("poly", np.dtype(np.float64), 1 << 20)
+    assert not gram_op._cpu_uses_numba("poly", np.dtype(np.float32), 1 << 20)
+    assert not gram_op._cpu_uses_numba("rbf", np.dtype(np.float64), 1 << 24)
+    be = get_backend("cpu")
+    X, Y = _data(1024, 1024, 4, seed=5)
+    spec = GramSpec("poly", gamma=0.3, coef0=0.5, degree=3)
+    K = be.gram(X, Y, spec, dtype=np.float64)
+    np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [1, 2, 9])
+def test_cpu_poly_degrees(degree):
+    """NumPy's poly transform: repeated multiplication up to degree 8, np.power above."""
+    from gpusvm import get_backend
+
+    X, Y = _data(20, 30, 4, seed=degree)
+    spec = GramSpec("poly", gamma=0.2, coef0=0.7, degree=degree)
+    K = get_backend("cpu").gram(X, Y, spec)
     np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-12)

@@ -1,8 +1,11 @@
 """Fused op ``gram``: a block of kernel values ``K[i, j] = k(X[i], Y[j])``, tiled under a byte budget.
 
 Every tile is one matrix product (BLAS / cuBLAS, or a CSR product) followed by the elementwise gram
-function, which uses the rows' squared norms for the RBF distance (clipped at 0). The transform and the
-write into the output are fused: in ``kernels/gram.cu`` on the GPU, in its Numba twin on the CPU. The driver below (tiling, sparse handling) is written once for both.
+function, which uses the rows' squared norms for the RBF distance (clipped at 0). On the GPU the
+transform and the write into the output are fused in ``kernels/gram.cu``. On the CPU the transform is
+either NumPy's vectorized ufuncs in place on the product tile or the fused Numba twin of the CUDA
+kernel, whichever measured faster for the gram kind, dtype and tile size (:data:`CPU_TRANSFORM_RULE`).
+The driver below (tiling, sparse handling) is written once for both devices.
 """
 
 from __future__ import annotations
@@ -101,17 +104,74 @@ def _cpu_fused(parallel: bool):
     return fn
 
 
+# Which CPU transform runs, from benchmarks/gram_transform.py (results in
+# benchmarks/results/gram_transform_cpu.md; shared 2-core AVX-512 machine, NumPy 2.4, Numba 0.68).
+# NumPy's exp and tanh are SIMD (AVX2/AVX-512) loops; Numba, without Intel's SVML, calls the scalar libm
+# function per element. That outweighs the fused pass's saving in memory traffic for RBF and sigmoid on
+# every measured tile from 1 x 10,000 to 4,096 x 16,384 (CPU time, geometric mean over the shapes: NumPy
+# 5-8x faster in float32, 2.5x in float64; 1 x 1,000 tiles tie). Poly has no transcendental call: the
+# fused pass wins (1.7-2x) once a float64 tile outgrows the caches (NumPy makes four passes over it);
+# the two tie around 1M elements; NumPy wins below that and in float32. The machine was shared (the
+# benchmark got about half a core), so a second Numba thread could not show its worth there; granting
+# the parallel build perfect 2-thread scaling, NumPy still wins for rbf/sigmoid float32 and ties at worst
+# for rbf float64, but large float32 poly tiles might then favour Numba: re-measure on free cores.
+_POLY_NUMBA_MIN_ELEMS_F64 = 1 << 20  # 8 MB float64 tiles and up
+CPU_TRANSFORM_RULE = ("linear: a copy. rbf and sigmoid: NumPy in place, every dtype and size. poly: NumPy "
+                      f"in place, except float64 tiles of >= {_POLY_NUMBA_MIN_ELEMS_F64:,} elements: fused "
+                      f"Numba (its parallel build from {_PARALLEL_MIN_ELEMS:,} elements).")
+
+
+def _cpu_uses_numba(kind, dtype, size) -> bool:
+    """:data:`CPU_TRANSFORM_RULE`: True where the fused Numba transform measured faster than NumPy's."""
+    return kind == "poly" and dtype.itemsize == 8 and size >= _POLY_NUMBA_MIN_ELEMS_F64
+
+
+def _transform_numpy(be, prod, dst, xn, yn, spec):
+    """The gram function with NumPy ufuncs, in place on ``prod`` (overwritten), result into ``dst``.
+
+    RBF: ``exp(-gamma * max(xn + yn - 2 prod, 0))``; poly: ``(gamma prod + coef0) ** degree`` by
+    repeated multiplication; sigmoid: ``tanh(gamma prod + coef0)``.
+    """
+    np = be.xp
+    T = dst.dtype.type
+    if spec.kind == "rbf":
+        prod *= T(-2.0)
+        prod += xn[:, None]
+        prod += yn[None, :]
+        np.maximum(prod, T(0.0), out=prod)
+        prod *= T(-spec.gamma)
+        np.exp(prod, out=dst)
+        return
+    prod *= T(spec.gamma)
+    prod += T(spec.coef0)
+    if spec.kind == "sigmoid":
+        np.tanh(prod, out=dst)
+    elif spec.degree > 8:
+        np.power(prod, T(spec.degree), out=dst)
+    else:
+        np.copyto(dst, prod)
+        for _ in range(spec.degree - 1):
+            dst *= prod
+
+
 def _transform_cpu(be, prod, dst, xn, yn, spec):
+    """Write the gram values of product tile ``prod`` into ``dst``; ``prod`` is the tile's temporary
+    product and may be overwritten. NumPy or fused Numba by :data:`CPU_TRANSFORM_RULE`."""
     np = be.xp
     if spec.kind == "linear":
         dst[...] = prod
+        return
+    prod = prod.astype(dst.dtype, copy=False)
+    if xn is not None:
+        xn, yn = xn.astype(dst.dtype, copy=False), yn.astype(dst.dtype, copy=False)
+    if not _cpu_uses_numba(spec.kind, dst.dtype, prod.size):
+        _transform_numpy(be, prod, dst, xn, yn, spec)
         return
     T = dst.dtype.type
     if xn is None:  # unused unless rbf; typed placeholders keep one compiled signature per dtype
         xn = yn = np.zeros(1, dtype=dst.dtype)
     fn = _cpu_fused(prod.size >= _PARALLEL_MIN_ELEMS)
-    fn(prod.astype(dst.dtype, copy=False), dst, xn.astype(dst.dtype, copy=False),
-       yn.astype(dst.dtype, copy=False), spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
+    fn(prod, dst, xn, yn, spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
 
 
 def _transform_gpu(be, prod, dst, xn, yn, spec):
