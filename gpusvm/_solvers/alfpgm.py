@@ -33,12 +33,13 @@ the SVM dual. A decomposition method: each round optimizes ``2 p`` variables (``
 Details the paper leaves open, and what we chose (documented here so they can be revisited)
 --------------------------------------------------------------------------------------------
 * The first pair of every working set is the WSS2 pair of LIBSVM (``i`` = argmax of ``q`` over
-  ``I_up``, ``j`` its second-order partner over all of ``I_low``), whatever the limiter says. Every
-  round therefore makes at least the progress of one LIBSVM step, which is what global convergence
-  rests on; the limiter only shapes the other ``p - 1`` pairs.
-* The limiter counters are reset (all variables allowed again) when fewer than ``max(1, p // 2)``
-  pairs can be formed while some variables are excluded; "never more than ``max_alpha_opt`` times" hence
-  holds between resets. Without the reset a long run excludes ever more variables and stalls.
+  ``I_up``, ``j`` its second-order partner over all of ``I_low``), whatever the limiter says. With
+  the safeguard below, every round makes at least half the progress of that LIBSVM step, which is
+  what global convergence rests on; the limiter only shapes the other ``p - 1`` pairs.
+* The limiter counters are reset (all variables allowed again) when the violation among the allowed
+  variables (``max q`` over allowed ``I_up`` minus ``min q`` over allowed ``I_low``) falls below half
+  of the true gap; "never more than ``max_alpha_opt`` times" hence holds between resets. Without the
+  reset a long run excludes ever more variables and stalls.
 * ``lambda`` is carried from one subproblem to the next when that subproblem's outer loop converged;
   otherwise (and in the first round) it starts at ``-(m_B + M_B) / 2`` with ``m_B = max q`` over
   ``I_up ∩ B`` and ``M_B = min q`` over ``I_low ∩ B`` (at the optimum the multiplier of the equality is
@@ -83,6 +84,17 @@ take care of it): it is counted in ``info`` (``inner_limit_hits``, ``outer_limit
 with ``verbose``, never warned. Only the solve as a whole stopping at ``max_iter`` without meeting the
 KKT tolerance returns ``converged=False``, on which :class:`gpusvm.SVC` raises a
 :class:`~sklearn.exceptions.ConvergenceWarning`.
+
+Where the CPU time goes, and what was done about it (process CPU time, 5,000-row subsets, shared 2-core
+machine, cProfile): on a9a (p = 156) the FPGM loops took ~1.4 s of ~4 s, Gram rows ~1 s, the p x n
+score matrix of pWSS and its gather from the cache ~1.5 s. The scores are now computed on the fly from
+the cached rows by the fused op ``be.pwss_pairs`` (its share fell to ~0.3 s); ``Q_BB`` is kept in
+float32 (exact: ``y_s y_t = +-1``); Gram rows come from the shared :class:`GramRowCache` without
+copies (``resident``). Tried without a clear gain (within the noise of the shared machine): a looser
+FPGM tolerance (``0.3 gap``) with the SMO polish finishing, an FPGM cap of 200 steps, and restricting
+the ``j`` candidates (``min_alpha_check`` 500 or 2,000). The FPGM matrix-vector products are the
+irreducible part on the CPU (~500 steps of an ``nb x nb`` product per round on a9a); our pairwise SMO
+remains several times faster there (benchmarks/results/alfpgm_compare_cpu.md).
 
 This module imports neither NumPy nor CuPy: everything goes through ``be``.
 """
