@@ -125,6 +125,12 @@ def _markdown(res):
         f"default max_iter={SK_MAX_ITER} (`sk s`, marked `max_iter` when it stopped there) and, for C <= 1, "
         f"to convergence with max_iter={SK_CONV_MAX_ITER} (`sk conv s`). Objective = primal "
         "1/2||w||^2 + C sum hinge (bias as a regularized feature), relative to the best of the runs.",
+    ]
+    for mf in res.get("merged_from", []):
+        lines.append(f"Rows were measured by two processes running at the same time (the second one's data sets "
+                     f"from `{mf['file']}`, merged): each row's sklearn timing comes from the same process and "
+                     "moment as its gpusvm timings.")
+    lines += [
         "",
         "| data | C | eps | DCD s | DCD steps | AVSF s | AVSF steps | steps DCD/AVSF | sk s | sk conv s | "
         "DCD/sk | DCD/sk conv | obj DCD | obj AVSF | obj sk |",
@@ -160,6 +166,22 @@ def _markdown(res):
     return "\n".join(lines) + "\n"
 
 
+def _merge(out_json, others):
+    """Add the rows (and data sets) of ``others`` to ``out_json``; rewrite it and its Markdown."""
+    res = json.loads(out_json.read_text())
+    res.setdefault("merged_from", [])
+    for f in others:
+        o = json.loads(f.read_text())
+        res["rows"] += o["rows"]
+        res["datasets"] += [d for d in o["datasets"] if d not in res["datasets"]]
+        res["merged_from"].append({"file": f.name, "machine": o["machine"]})
+        for k in ("loadavg_1min_start", "loadavg_1min_last"):
+            res["machine"][k] = max(res["machine"].get(k, 0.0), o["machine"].get(k, 0.0))
+    out_json.write_text(json.dumps(res, indent=1))
+    out_json.with_suffix(".md").write_text(_markdown(res))
+    return res
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="a9a,w8a,ijcnn1,phishing")
@@ -170,7 +192,12 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/linear_table")
+    ap.add_argument("--merge", default=None,
+                    help="comma-separated JSON files of runs made at the same time (e.g. other data sets in a "
+                         "second process): their rows are added to <out>_<device>.json/.md; nothing is run")
     args = ap.parse_args(argv)
+    if args.merge:
+        return _merge(Path(f"{args.out}_{args.device}.json"), [Path(f) for f in args.merge.split(",")])
     be = get_backend(args.device)
     data_dir = find_data_dir()
     if data_dir is None:
