@@ -62,14 +62,19 @@ _EXP_MIN = -708.0  # below: exp(x) < 3.3e-308, returned as 0
 # ---------------------------------------------------------------------------------------------------
 # Gram rows
 # ---------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _exp_into(x, p, t, k0, k1):
-    """p[k] = exp(x[k]) for k in [k0, k1), x <= 0 (``t`` is scratch); loops LLVM can vectorize.
+@numba.njit(cache=True, fastmath={"contract"})
+def _exp_into(x, p, t):
+    """p[k] = exp(x[k]) for x <= 0 (same-length 1-d arrays; ``t`` is scratch), in loops that LLVM
+    vectorizes (Numba's ``math.exp`` is a scalar libm call per value: 6 ns against 1.6 ns here).
 
-    2^k * p(r) with |r| <= ln2 / 2 and p the degree-12 Taylor polynomial (truncation < 2e-16
-    relative); 2^k is added to the exponent bits. Within 2 ulp of ``math.exp``.
+    2^k * p(r) with k = round(x / ln 2), |r| <= ln2 / 2 (Cody-Waite split of ln 2) and p the
+    degree-12 Taylor polynomial (truncation < 2e-16 relative); 2^k is added to the exponent bits.
+    Within 2 ulp of ``math.exp``; x <= -708 gives 0 (exp(-708) = 3.3e-308). Fused multiply-adds
+    (``contract``) only make the polynomial more accurate; the rounding trick x + 1.5 * 2^52 is
+    unaffected (the sum is rounded once either way).
     """
-    for k in range(k0, k1):
+    m = x.shape[0]
+    for k in range(m):
         xv = x[k]
         xc = xv if xv > _EXP_MIN else _EXP_MIN
         s = xc * _LOG2E + _SHIFT
@@ -92,30 +97,36 @@ def _exp_into(x, p, t, k0, k1):
         t[k] = s
     pb = p.view(np.int64)
     tb = t.view(np.int64)
-    for k in range(k0, k1):
+    for k in range(m):
         v = pb[k] + ((tb[k] - _SHIFT_BITS) << 52)
         pb[k] = v if x[k] > _EXP_MIN else 0
 
 
 @numba.njit(cache=True)
-def _fill_q(pi, out, k0, k1, gx, gk, ws):
+def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
     """out[k] = Q[pi, k] = y_pi y_k k(x_pi, x_k) for positions k in [k0, k1).
 
     gx = (XT, indptr, indices, data, perm, sqp, yp): dense X transposed (d, n) and swapped with the
     positions, or CSR X in training order (read through ``perm``); squared norms and labels by
     position. gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch.
+    Loops run over slices from 0 so that Numba can drop the negative-index checks and LLVM
+    vectorizes them (10x on the 3-feature axpy sweeps, 2.5x on 22-68 features, measured).
     """
-    XT, indptr, indices, data, perm, sqp, yp = gx
+    XT, indptr, indices, data, perm, sqp_full, yp_full = gx
     sparse, code, gamma, coef0, degree = gk
-    dots, t1, t2, buf = ws
-    if k1 <= k0:
+    m = k1 - k0
+    if m <= 0:
         return
+    out = out_full[k0:k1]
+    dots = ws[0][k0:k1]
+    yp = yp_full[k0:k1]
     if sparse:
+        buf = ws[3]
         i = perm[pi]
         for p in range(indptr[i], indptr[i + 1]):
             buf[indices[p]] = data[p]
-        for k in range(k0, k1):
-            t = perm[k]
+        for k in range(m):
+            t = perm[k0 + k]
             s = 0.0
             for p in range(indptr[t], indptr[t + 1]):
                 s += data[p] * buf[indices[p]]
@@ -123,35 +134,38 @@ def _fill_q(pi, out, k0, k1, gx, gk, ws):
         for p in range(indptr[i], indptr[i + 1]):
             buf[indices[p]] = 0.0
     else:
-        for k in range(k0, k1):
+        for k in range(m):
             dots[k] = 0.0
         for f in range(XT.shape[0]):
-            row = XT[f]
-            a = row[pi]
+            a = XT[f, pi]
             if a != 0.0:
-                for k in range(k0, k1):
+                row = XT[f, k0:k1]
+                for k in range(m):
                     dots[k] += a * row[k]
-    yi = yp[pi]
+    yi = yp_full[pi]
     if code == 0:
-        for k in range(k0, k1):
+        for k in range(m):
             out[k] = yi * yp[k] * dots[k]
     elif code == 2:
-        sqi = sqp[pi]
-        for k in range(k0, k1):
+        sqi = sqp_full[pi]
+        sqp = sqp_full[k0:k1]
+        t1 = ws[1][k0:k1]
+        t2 = ws[2][k0:k1]
+        for k in range(m):
             d = sqi + sqp[k] - 2.0 * dots[k]
             t1[k] = -gamma * (d if d > 0.0 else 0.0)
-        _exp_into(t1, t2, dots, k0, k1)
-        for k in range(k0, k1):
+        _exp_into(t1, t2, dots)
+        for k in range(m):
             out[k] = yi * yp[k] * t2[k]
     elif code == 1:
-        for k in range(k0, k1):
+        for k in range(m):
             base = gamma * dots[k] + coef0
             r = 1.0
             for _ in range(degree):
                 r *= base
             out[k] = yi * yp[k] * r
     else:
-        for k in range(k0, k1):
+        for k in range(m):
             out[k] = yi * yp[k] * np.tanh(gamma * dots[k] + coef0)
 
 
