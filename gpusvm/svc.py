@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend
+from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
                           to_input_library, to_numpy)
@@ -203,6 +204,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
 
     # ------------------------------------------------------------------------------------------
+    @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
+                         "pass float32 X")
     def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-one SVC.
 

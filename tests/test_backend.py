@@ -219,3 +219,17 @@ def test_memory_guard_translates_device_oom():
     with pytest.raises(type(err)):
         with CPU.memory_guard("SVC.fit"):
             raise err
+
+
+def test_device_memory_guard_as_decorator_without_backend():
+    from gpusvm._backend.base import device_memory_guard
+
+    @device_memory_guard("LinearSVC.fit", hint="use float32 input")
+    def fit():
+        raise _fake_cupy_error("OutOfMemoryError", "Out of memory allocating 8 bytes")
+
+    with pytest.raises(MemoryError, match=r"LinearSVC\.fit ran out of GPU memory.*use float32 input; or fit "
+                                          r"on device='cpu'"):
+        fit()
+    with pytest.raises(MemoryError):  # a fresh guard on every call
+        fit()

@@ -187,3 +187,20 @@ def test_string_labels_come_back_as_numpy_from_every_estimator():
     for est in (SVC(device="cpu", **KW), LinearSVC(device="cpu"), BudgetSVC(device="cpu", random_state=0)):
         pred = est.fit(X, labels).predict(X)
         assert isinstance(pred, np.ndarray) and set(pred.tolist()) <= {"zero", "one"}, type(est).__name__
+
+
+def test_fit_turns_device_oom_into_a_clear_memory_error(monkeypatch):
+    """A CuPy out-of-memory error inside fit surfaces as a MemoryError that names SVC.fit and the fix."""
+    import inspect
+
+    import gpusvm.svc as svc_mod
+
+    oom = type("OutOfMemoryError", (Exception,), {"__module__": "cupy.cuda.memory"})
+
+    def boom(*args, **kwargs):
+        raise oom("Out of memory allocating 4,000,000,000 bytes")
+
+    monkeypatch.setattr(svc_mod, "get_backend", boom)
+    with pytest.raises(MemoryError, match=r"SVC\.fit ran out of GPU memory.*lower cache_size"):
+        svc_mod.SVC().fit(np.zeros((4, 2)), [0, 1, 0, 1])
+    assert "sample_weight" in inspect.signature(svc_mod.SVC.fit).parameters  # sklearn's has_fit_parameter

@@ -67,6 +67,46 @@ def is_device_oom(exc: BaseException) -> bool:
     return "cudaErrorMemoryAllocation" in text or "STATUS_ALLOC_FAILED" in text
 
 
+def _device_facts(be):
+    """(name, id, "x GiB free of y GiB") of ``be``'s device, or of CuPy's current device without ``be``."""
+    try:
+        if be is not None:
+            name, dev_id = be.device_name, be.device_id
+            free, total = be.memory_info()
+        else:
+            import cupy
+
+            dev_id = cupy.cuda.Device().id
+            name = cupy.cuda.runtime.getDeviceProperties(dev_id)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            free, total = cupy.cuda.runtime.memGetInfo()
+        return name, dev_id, f"{free / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB"
+    except Exception:  # the device may be unusable after the failure
+        return "the GPU", "?", "free memory unknown"
+
+
+@contextlib.contextmanager
+def device_memory_guard(what: str, hint: str = "", be=None):
+    """Turn a device out-of-memory error raised inside the block into a ``MemoryError`` that says what
+    ran out, on which device, how much memory the device has free, and what to do about it.
+
+    ``what`` names the operation ("SVC.fit"); ``hint`` adds estimator-specific advice ("lower
+    cache_size"). Other exceptions pass through unchanged, and so does everything on the CPU backend
+    (NumPy raises ``MemoryError`` itself). Usable as a context manager or as a method decorator.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if (be is not None and not be.is_gpu) or not is_device_oom(exc):
+            raise
+        name, dev_id, where = _device_facts(be)
+        advice = (hint + "; " if hint else "") + (
+            "or fit on device='cpu', or use BudgetSVC / DCSVC, whose memory does not grow with the "
+            "square of the number of training points")
+        raise MemoryError(f"{what} ran out of GPU memory on {name} (device {dev_id}; {where}): {exc}. "
+                          f"To fit, {advice}.") from exc
+
+
 def registered_ops() -> dict[str, tuple[str, ...]]:
     """Map each fused op's name to the devices it is implemented for."""
     _discover_ops()
@@ -147,32 +187,9 @@ class Backend:
     def __repr__(self) -> str:
         return f"<gpusvm {self.name} backend: {self.device_name}>"
 
-    @contextlib.contextmanager
     def memory_guard(self, what: str, hint: str = ""):
-        """Turn a device out-of-memory error raised inside the block into a ``MemoryError`` that says
-        what ran out, on which device, how much memory the device has free, and what to do about it.
-
-        ``what`` names the operation ("SVC.fit"); ``hint`` adds estimator-specific advice (for example
-        "lower cache_size"). Other exceptions pass through unchanged; on the CPU this is a no-op
-        wrapper (NumPy raises ``MemoryError`` itself).
-        """
-        try:
-            yield
-        except Exception as exc:
-            if not (self.is_gpu and is_device_oom(exc)):
-                raise
-            try:
-                free, total = self.memory_info()
-                where = f"{free / 2**30:.2f} GiB free of {total / 2**30:.2f} GiB"
-            except Exception:  # the device may be unusable after the failure
-                where = "free memory unknown"
-            advice = (hint + "; " if hint else "") + (
-                "or fit on device='cpu', or use BudgetSVC / DCSVC, whose memory does not grow with "
-                "the number of training points squared")
-            raise MemoryError(
-                f"{what} ran out of GPU memory on {self.device_name} (device {self.device_id}; "
-                f"{where}): {exc}. To fit, {advice}."
-            ) from exc
+        """:func:`device_memory_guard` for this backend's device (a no-op wrapper on the CPU)."""
+        return device_memory_guard(what, hint, be=self)
 
     @property
     def device_name(self) -> str:  # pragma: no cover - overridden
