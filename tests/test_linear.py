@@ -207,6 +207,17 @@ def test_class_weight_none_equals_unit_weights():
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
 
 
+def test_fortran_ordered_dense_gives_the_same_model():
+    # dcd_linear makes non-C-contiguous dense input contiguous once per solve (the sweeps read rows)
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(200, 7))
+    y = (X[:, 1] - X[:, 3] + 0.5 * rng.normal(size=200) > 0).astype(int)
+    a = LinearSVC(C=2.0, tol=1e-5, random_state=4).fit(X, y)
+    b = LinearSVC(C=2.0, tol=1e-5, random_state=4).fit(np.asfortranarray(X), y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_updates_ == b.n_updates_
+
+
 @pytest.mark.parametrize("avsf", [False, True])
 def test_sweep_op_counts_moving_visits(avsf):
     # istate[5] (optional) counts the visits that changed alpha_i: after the first sweep from alpha = 0

@@ -179,6 +179,9 @@ def dcd_linear(be, X, y, C, *, loss="hinge", method="dcd", tol=1e-4, max_iter=10
     if be.issparse(Xs) and Xs.indices.dtype != xp.int32 and Xs.nnz < 2**31 - 1:
         # the sweep code reads int32 column indices; convert once here, not once per call
         Xs = type(Xs)((Xs.data, Xs.indices.astype(xp.int32), Xs.indptr), shape=Xs.shape)
+    elif not be.issparse(Xs) and not Xs.flags.c_contiguous:
+        # the sweeps read rows: make them contiguous once here, not once per call of the fused op
+        Xs = xp.ascontiguousarray(Xs)
     w_full = xp.zeros(d + 1, dtype=f64)
     alpha_full = xp.zeros(n_all, dtype=f64)
     info = {"gap": 0.0, "time_limit_hit": False}
