@@ -212,8 +212,8 @@ def test_fortran_ordered_dense_gives_the_same_model():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(200, 7))
     y = (X[:, 1] - X[:, 3] + 0.5 * rng.normal(size=200) > 0).astype(int)
-    a = LinearSVC(C=2.0, tol=1e-5, random_state=4).fit(X, y)
-    b = LinearSVC(C=2.0, tol=1e-5, random_state=4).fit(np.asfortranarray(X), y)
+    a = LinearSVC(C=0.5, tol=1e-4, max_iter=100_000, random_state=4).fit(X, y)
+    b = LinearSVC(C=0.5, tol=1e-4, max_iter=100_000, random_state=4).fit(np.asfortranarray(X), y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.n_updates_ == b.n_updates_
 
