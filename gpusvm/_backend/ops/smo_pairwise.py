@@ -824,8 +824,9 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
 
     Returns
     -------
-    dict with alpha (n,), G (n,) = Q alpha - 1, n_iter, converged, and counters (planning steps,
-    cache hits/misses, evaluated Gram values).
+    dict with alpha (n,), G (n,) = Q alpha - 1, n_iter, converged, and ``info``: planning and
+    partner steps, cache hits and misses (a row extended to a longer prefix counts as a miss), Gram
+    values evaluated, cache capacity in rows and slots used.
     """
     n = int(np.shape(y)[0])
     yp = np.array(y, dtype=np.float64)  # copies: the solver permutes them
@@ -855,5 +856,6 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
         "alpha": alpha_out, "G": G, "n_iter": int(it), "converged": status == 0,
         "info": {"planning_steps": int(n_plan), "partner_steps": int(n_partner),
                  "cache_hits": int(counters[2]), "cache_misses": int(counters[3]),
-                 "gram_evaluations": int(counters[4]), "cache_rows": cap},
+                 "gram_evaluations": int(counters[4]), "cache_rows": cap,
+                 "cache_rows_used": int(counters[1])},
     }
