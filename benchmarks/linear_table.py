@@ -78,6 +78,21 @@ def _machine(be):
     }
 
 
+def _best_of(run, repeat, budget=2.0):
+    """Run ``run()`` (returning a dict with "seconds") up to ``repeat`` times while the CPU seconds spent
+    stay under ``budget``; keep the fastest run (the others are listed in "repeats_seconds")."""
+    best = run()
+    spent, times = best["seconds"], [best["seconds"]]
+    while len(times) < repeat and spent + best["seconds"] < budget:
+        r = run()
+        spent += r["seconds"]
+        times.append(r["seconds"])
+        if r["seconds"] < best["seconds"]:
+            best = r
+    best["repeats_seconds"] = times
+    return best
+
+
 def _run_ours(be, X, y, C, method, eps, cap, seed):
     t0, c0 = time.perf_counter(), time.process_time()
     # the cap is in process CPU seconds: on the shared machine a wall-clock cap gave a solve anywhere
@@ -126,10 +141,21 @@ def _markdown(res):
         f"to convergence with max_iter={SK_CONV_MAX_ITER} (`sk conv s`). Objective = primal "
         "1/2||w||^2 + C sum hinge (bias as a regularized feature), relative to the best of the runs.",
     ]
+    if res.get("repeat", 1) > 1:
+        lines.append(f"Each solver ran up to {res['repeat']} times per cell (while under 2 CPU s); the fastest "
+                     "run is shown (all in `repeats_seconds`).")
     for mf in res.get("merged_from", []):
-        lines.append(f"Rows were measured by two processes running at the same time (the second one's data sets "
-                     f"from `{mf['file']}`, merged): each row's sklearn timing comes from the same process and "
-                     "moment as its gpusvm timings.")
+        if mf.get("replaced_rows"):
+            lines.append(f"The {len(mf['replaced_rows'])} rows of C in "
+                         f"{sorted({r[1] for r in mf['replaced_rows']})} come from a later run (`{mf['file']}`) "
+                         f"that ran each solver up to {mf.get('repeat', 1)} times (while under 2 CPU s) and kept "
+                         "the fastest, for gpusvm and sklearn alike (all times in `repeats_seconds`), because "
+                         "these solves take 0.01-0.5 s and single runs on the loaded machine were too noisy "
+                         "to compare.")
+        else:
+            lines.append(f"Rows were measured by two processes running at the same time (the second one's "
+                         f"data sets from `{mf['file']}`, merged): each row's sklearn timing comes from the "
+                         "same process and moment as its gpusvm timings.")
     lines += [
         "",
         "| data | C | eps | DCD s | DCD steps | AVSF s | AVSF steps | steps DCD/AVSF | sk s | sk conv s | "
@@ -172,9 +198,12 @@ def _merge(out_json, others):
     res.setdefault("merged_from", [])
     for f in others:
         o = json.loads(f.read_text())
-        res["rows"] += o["rows"]
+        keys = {(r["data"], r["C"], r["eps"]) for r in o["rows"]}
+        replaced = [r for r in res["rows"] if (r["data"], r["C"], r["eps"]) in keys]
+        res["rows"] = [r for r in res["rows"] if (r["data"], r["C"], r["eps"]) not in keys] + o["rows"]
         res["datasets"] += [d for d in o["datasets"] if d not in res["datasets"]]
-        res["merged_from"].append({"file": f.name, "machine": o["machine"]})
+        res["merged_from"].append({"file": f.name, "machine": o["machine"], "repeat": o.get("repeat", 1),
+                                   "replaced_rows": [[r["data"], r["C"], r["eps"]] for r in replaced]})
         for k in ("loadavg_1min_start", "loadavg_1min_last"):
             res["machine"][k] = max(res["machine"].get(k, 0.0), o["machine"].get(k, 0.0))
     out_json.write_text(json.dumps(res, indent=1))
@@ -192,6 +221,8 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/linear_table")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each solver up to this many times (while under 2 CPU s) and keep the fastest")
     ap.add_argument("--merge", default=None,
                     help="comma-separated JSON files of runs made at the same time (e.g. other data sets in a "
                          "second process): their rows are added to <out>_<device>.json/.md; nothing is run")
@@ -207,7 +238,7 @@ def main(argv=None):
     datasets = args.datasets.split(",")
     res = {"machine": _machine(be), "cap": args.cap, "cap_long": args.cap_long,
            "sklearn_max_iter": SK_MAX_ITER, "sklearn_conv_max_iter": SK_CONV_MAX_ITER,
-           "time_unit": "process CPU seconds", "datasets": datasets, "rows": []}
+           "time_unit": "process CPU seconds", "datasets": datasets, "rows": [], "repeat": args.repeat}
     Cs = [float(c) for c in args.Cs.split(",")]
     epss = [float(e) for e in args.eps.split(",")]
     cache = {}
@@ -228,11 +259,12 @@ def main(argv=None):
         cap = args.cap_long if long_cap else args.cap
         C = be.xp.full(X.shape[0], Cv)
         row = {"data": name, "n": X.shape[0], "d": X.shape[1], "C": Cv, "eps": eps}
-        row["avsf"] = _run_ours(be, Xb, yb, C, "avsf", eps, cap, args.seed)
-        row["dcd"] = _run_ours(be, Xb, yb, C, "dcd", eps, cap, args.seed)
-        row["sklearn"] = _run_sklearn(X, y, Cv, eps, cpu, SK_MAX_ITER)
+        rep = args.repeat
+        row["avsf"] = _best_of(lambda: _run_ours(be, Xb, yb, C, "avsf", eps, cap, args.seed), rep)
+        row["dcd"] = _best_of(lambda: _run_ours(be, Xb, yb, C, "dcd", eps, cap, args.seed), rep)
+        row["sklearn"] = _best_of(lambda: _run_sklearn(X, y, Cv, eps, cpu, SK_MAX_ITER), rep)
         if Cv <= 1.0:
-            row["sklearn_conv"] = _run_sklearn(X, y, Cv, eps, cpu, SK_CONV_MAX_ITER)
+            row["sklearn_conv"] = _best_of(lambda: _run_sklearn(X, y, Cv, eps, cpu, SK_CONV_MAX_ITER), rep)
         row["loadavg_1min"] = os.getloadavg()[0]
         res["machine"]["loadavg_1min_last"] = row["loadavg_1min"]
         res["rows"].append(row)
