@@ -209,7 +209,8 @@ def _markdown(doc):
                 dec = (d.get("solver_info") or {}).get("decomposition")
                 if d["level"] in (0, "refine"):
                     dec = dec or "batched"
-                it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "")
+                it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "") + (
+                    f" (skipped: largest cluster {d.get('largest_cluster')})" if d.get("skipped") else "")
                 out.append(f"| {d['level']} | {d['n_clusters']} | {d['time_s']:.2f} | {f2('cpu_s')} | "
                            f"{f2('time_cluster_s')} | {f2('time_solve_s')} | {d['n_sv']} | {it} | "
                            f"{'-' if ta is None else f'{100 * ta:.2f}%'} |")
@@ -233,6 +234,7 @@ def main(argv=None):
     ap.add_argument("--sub-tol", type=float, default=None, help="DCSVC sub_tol (None: its default)")
     ap.add_argument("--no-refine", action="store_true")
     ap.add_argument("--no-cold-batched", action="store_true", help="skip the batched cold row (CPU)")
+    ap.add_argument("--stem", default="dcsvm", help="results file stem: <out>/<stem>_<device>.json/.md")
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir) if args.data_dir else find_data_dir()
     if data_dir is None:
@@ -259,9 +261,9 @@ def main(argv=None):
     for name in args.datasets.split(","):
         doc["results"].append(run(name, data_dir, args.device, args.max_train, args.skin_train,
                                   not args.no_sklearn, configs, not args.no_cold_batched))
-        (out / f"dcsvm_{args.device}.json").write_text(json.dumps(doc, indent=1, default=str))
-        (out / f"dcsvm_{args.device}.md").write_text(_markdown(doc))
-    print(f"wrote {out / f'dcsvm_{args.device}.json'}")
+        (out / f"{args.stem}_{args.device}.json").write_text(json.dumps(doc, indent=1, default=str))
+        (out / f"{args.stem}_{args.device}.md").write_text(_markdown(doc))
+    print(f"wrote {out / f'{args.stem}_{args.device}.json'}")
 
 
 if __name__ == "__main__":

@@ -79,15 +79,23 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         k >= 2: level l has k**l clusters.
     sample_size : int, default=None
         m, the number of points kernel k-means clusters at each level (the rest are assigned to the
-        nearest mean). At least ``n_clusters_per_level ** n_levels``. None: ``max(1000, 8 * k**l)`` at
+        nearest mean). At least ``n_clusters_per_level ** n_levels``. None: ``max(1000, 4 * k**l)`` at
         level l (k**l clusters), clipped to the number of samples: the assignment of all n points costs
-        n x m Gram values per level, so levels with few clusters use a smaller sample.
+        n x m Gram values per level, so levels with few clusters use a smaller sample (with the defaults
+        1,024 points at the 256-cluster level, 1,000 at the others).
     early_stop_level : int, default=None
         None: solve to the top (exact model). An int in [1, n_levels]: stop after that level and
         predict with its local models.
     refine : bool, default=True
         Before the top level, solve the problem restricted to level 1's support vectors (warm start);
         the top level then usually needs only a few iterations.
+    max_cluster_share : float, default=0.5
+        In (0, 1]. When solving to the top (``early_stop_level=None``), a level whose largest cluster
+        holds more than this share of the training points (and that has more than two clusters) is
+        clustered but not solved: its largest
+        subproblem is most of the whole problem and costs about what the refine/top solve it would
+        warm-start costs (ijcnn1, level 1: one cluster of 29k-36k of the 50k points). Such a level is
+        recorded in ``levels_`` with ``skipped=True`` and has no early model. 1.0 solves every level.
     tol : float, default=1e-3
         KKT tolerance of the top-level solve (the final model).
     sub_tol : float, default=None
@@ -146,7 +154,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
-                 n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine=True, tol=1e-3,
+                 n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine=True, max_cluster_share=0.5,
+                 tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
                  decision_function_shape="ovr", device="auto", random_state=None, verbose=0):
@@ -160,6 +169,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.sample_size = sample_size
         self.early_stop_level = early_stop_level
         self.refine = refine
+        self.max_cluster_share = max_cluster_share
         self.tol = tol
         self.sub_tol = sub_tol
         self.solver = solver
@@ -193,6 +203,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                      allow_none=True)
         if not isinstance(self.refine, (bool, np.bool_)):
             raise ValueError(f"The 'refine' parameter of DCSVC must be a bool. Got {self.refine!r} instead.")
+        check_scalar(self.max_cluster_share, "max_cluster_share", own, low=0.0, high=1.0, low_open=True)
         check_scalar(self.tol, "tol", own, low=0.0, low_open=True)
         check_scalar(self.sub_tol, "sub_tol", own, low=0.0, low_open=True, allow_none=True)
         check_scalar(self.cache_size, "cache_size", own, low=0.0, low_open=True)
@@ -303,7 +314,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             res = dcsvm_solve(
                 be, Xb, be.asarray(yb), spec, be.asarray(Cvec_all[idx]), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
-                early_stop_level=self.early_stop_level, refine=bool(self.refine), solver=self.solver,
+                early_stop_level=self.early_stop_level, refine=bool(self.refine),
+                max_cluster_share=float(self.max_cluster_share), solver=self.solver,
                 tol=float(self.tol), sub_tol=max(float(self.tol), 0.1 if self.sub_tol is None else float(self.sub_tol)),
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,
@@ -378,10 +390,16 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     def _resolve_level(self, level):
         if level is None:
             return 0 if self.early_stop_level is None else int(self.early_stop_level)
-        avail = sorted(self._level_models[0]) + ([0] if self.early_stop_level is None else [])
+        fitted = set(self._level_models[0])
+        for models in self._level_models[1:]:
+            fitted &= set(models)
+        avail = sorted(fitted) + ([0] if self.early_stop_level is None else [])
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
+            skipped = sorted({lv["level"] for lv in self.levels_ if lv.get("skipped")})
+            note = (f" Levels {skipped} were not solved (their largest cluster held more than half of the "
+                    "points; see levels_)." if skipped else "")
             raise ValueError(f"The 'level' parameter of DCSVC.predict must be one of the fitted levels "
-                             f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.")
+                             f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.{note}")
         return int(level)
 
     def _pair_decision(self, X, level):

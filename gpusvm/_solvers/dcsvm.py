@@ -318,6 +318,10 @@ def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
                        bias=biases)
 
 
+# default kernel k-means sample at level l: max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * k**l) points
+_MIN_SAMPLE = 1000
+_SAMPLE_PER_CLUSTER = 4
+
 # A warm start with at least this fraction of nonzero alphas runs the refine/top solve of the "smo" /
 # "pa-smo" solvers with the batched decomposition on the CPU (see _warm_options).
 _BATCHED_WARM_FRACTION = 0.2
@@ -347,7 +351,8 @@ def _warm_options(be, solver, options, n_nonzero, n, size):
 
 
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
-                early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, top_options=None, max_iter=-1,
+                early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, refine_tol=None,
+                max_cluster_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
@@ -404,9 +409,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     n = int(y.shape[0])
     k = int(n_clusters_per_level)
     L = int(n_levels)
-    m = int(sample_size) if sample_size is not None else max(1000, 8 * k ** L)
+    m = int(sample_size) if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * k ** L)
     _check_sizes(n, L, k, m)
     sub_tol = float(tol) if sub_tol is None else max(float(tol), float(sub_tol))
+    refine_tol = sub_tol if refine_tol is None else max(float(tol), float(refine_tol))
     options = dict(options or {})
     x_sqnorm = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
     alpha = xp.zeros(n, dtype=xp.float64)
@@ -418,11 +424,24 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         c0 = time.process_time()
         kl = k ** level
         cand = None if level == L else xp.nonzero(alpha > 0)[0]
-        m_l = min(n, m if sample_size is not None else max(1000, 8 * kl))
+        m_l = min(n, m if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * kl))
         clustering, labels = two_step_kernel_kmeans(be, X, spec, kl, m_l, rng, candidates=cand,
                                                     x_sqnorm=x_sqnorm)
         be.sync()
         t1 = time.perf_counter()
+        largest = int(xp.max(xp.bincount(labels, minlength=kl)))
+        if stop == 0 and max_cluster_share < 1.0:
+            if kl > 2 and largest > max_cluster_share * n:  # (of two clusters, one always holds half)
+                # this level's largest subproblem is most of the whole problem: solving it costs about
+                # as much as the top-level solve it would warm-start (see the module docstring)
+                levels.append({"level": level, "n_clusters": kl, "skipped": True, "largest_cluster": largest,
+                               "time_cluster_s": t1 - t0, "time_solve_s": 0.0,
+                               "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                               "n_sv": int(xp.count_nonzero(alpha > 0)), "objective": None, "n_iter": 0,
+                               "train_accuracy": None, "kmeans_iter": clustering.n_iter, "converged": True})
+                if verbose:
+                    print(f"[DC-SVM] level {level}: {kl} clusters, largest {largest} of {n} points: skipped")
+                continue
         alpha, results, idx, _ = _run_level(
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
@@ -444,7 +463,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                 "n_sv": int(xp.count_nonzero(alpha > 0)),
                 "objective": float(sum(r["objective"] for r in solved)),
-                "n_iter": int(sum(r["n_iter"] for r in solved)), "train_accuracy": acc,
+                "n_iter": int(sum(r["n_iter"] for r in solved)), "train_accuracy": acc, "largest_cluster": largest,
                 "kmeans_iter": clustering.n_iter, "converged": conv}
         levels.append(info)
         if verbose:
@@ -465,7 +484,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             npos = int(xp.count_nonzero(ys > 0))
             if 0 < npos < n_sv:
                 a_sv = repair_feasibility(be, ys, alpha[sv])
-                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=sub_tol, max_iter=max_iter,
+                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=refine_tol, max_iter=max_iter,
                          cache_bytes=cache_bytes, alpha0=a_sv,
                          x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
                          **_warm_options(be, solver, options, n_sv, n, n_sv))
