@@ -60,7 +60,15 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1"])
     ap.add_argument("--pairs", nargs="+", type=int, default=list(PAIRS))
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of other data sets already in the results file (runs done separately)")
+    ap.add_argument("--md-only", action="store_true", help="rewrite the Markdown from the JSON and exit")
     args = ap.parse_args()
+    if args.md_only:
+        stem = Path(__file__).resolve().parent / "results" / (
+            f"alfpgm_sweep_n{args.n}_{args.device}" if args.n else f"alfpgm_sweep_{args.device}")
+        write_md(json.loads(stem.with_suffix(".json").read_text()), stem.with_suffix(".md"))
+        return
     be = get_backend(args.device)
     out = {
         "benchmark": "alfpgm_sweep", "device": args.device, "device_name": be.device_name,
@@ -73,6 +81,10 @@ def main():
     stem = res_dir / f"alfpgm_sweep_{args.device}"
     if args.n:  # a subset run must not overwrite the full-size results
         stem = res_dir / f"alfpgm_sweep_n{args.n}_{args.device}"
+    if args.append and stem.with_suffix(".json").exists():
+        old = json.loads(stem.with_suffix(".json").read_text())
+        out["results"] = [r for r in old["results"] if r["dataset"] not in args.datasets]
+        out["runs"] = old.get("runs", 1) + 1
     for name in args.datasets:
         X, y, C, gamma = load(name, args.n)
         fit(be, X[:500], y[:500], C, gamma, 8)  # warm-up: compilation outside the timing
@@ -105,7 +117,13 @@ def write_md(out, path):
                      f"{r['decompositions']} | {r['fpgm_steps']} | {r['outer_iters']} | {r['polish_steps']} | "
                      f"{r['fallbacks']} | {r['limiter_resets']} | {r['objective']:.6f} | {r['converged']} |")
     lines.append("")
+    if out.get("runs", 1) > 1:
+        lines.append("The data sets were run in separate invocations (``--append``), one after the other.")
     for name in dict.fromkeys(r["dataset"] for r in out["results"]):
+        missing = [p for p in PAIRS if p not in {r["p"] for r in out["results"] if r["dataset"] == name}]
+        if missing:
+            lines.append(f"- {name}: NOT measured for p = {missing} (the run was stopped: too slow on the shared "
+                         "machine in the time available).")
         rows = [r for r in out["results"] if r["dataset"] == name]
         best = min(rows, key=lambda r: r["time_s"])
         objs = [r["objective"] for r in rows]

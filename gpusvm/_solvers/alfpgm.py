@@ -96,6 +96,12 @@ the ``j`` candidates (``min_alpha_check`` 500 or 2,000). The FPGM matrix-vector 
 irreducible part on the CPU (~500 steps of an ``nb x nb`` product per round on a9a); our pairwise SMO
 remains several times faster there (benchmarks/results/alfpgm_compare_cpu.md).
 
+On the GPU (not yet run: no device was available when this was written) the FPGM loops, the SMO
+polish, the pWSS pairing and the gradient update are single kernels (one thread block for the
+working-set ones); there is no host synchronization inside a subproblem. Each round makes a few small
+host transfers: the (gap, limiter gap) pair, the candidate and pair counts, the fill size, the index
+lists the Gram-row cache keeps on the host, and the progress check of the safeguard.
+
 This module imports neither NumPy nor CuPy: everything goes through ``be``.
 """
 

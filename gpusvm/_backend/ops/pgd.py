@@ -50,7 +50,11 @@ With ``g(d) = y^T d`` and the augmented Lagrangian ``L_mu(d, lam) = 1/2 d^T Q d 
    of ``L_mu(., lam)`` at ``x``, is computed with the exact gradient at ``x``: ``|grad_t|`` for a free
    ``x_t``, ``max(0, -grad_t)`` at ``lo_t`` and ``max(0, grad_t)`` at ``hi_t``; the loop stops when
    ``nu < eps``.
-4. Feasibility: the result is projected onto ``{y^T d = 0} ∩ [lo, hi]`` moving only the variables
+4. Snap: with ``lam`` the final multiplier, every variable that one more projected-gradient step
+   ``clip(x - (Q x + lin - y lam) / Lip, lo, hi)`` would put on a bound is set to that bound (a box
+   constraint that FPGM approaches only asymptotically; without this, values like 1e-9 stay where
+   the solution has 0 or C).
+5. Feasibility: the result is projected onto ``{y^T d = 0} ∩ [lo, hi]`` moving only the variables
    strictly inside the box: ``d_t = clip(x_t - s y_t, lo_t, hi_t)`` for free ``t`` (variables at a bound
    stay there), the scalar ``s`` found by 100 bisection steps on the non-increasing
    ``phi(s) = y^T d(s)``. Only when the free variables cannot absorb the residual
