@@ -255,18 +255,32 @@ def test_cached_rows_survive_shrinking(dense):
     assert d(out) == pytest.approx(d(ref), rel=1e-5)
 
 
-def test_vectorized_exp_matches_numpy():
-    from gpusvm._backend.ops.smo_pairwise import _exp_into
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("kernel", ["linear", "poly", "rbf", "sigmoid"])
+def test_pairwise_gram_rows_match_gram(kernel, dense):
+    """The op's Gram rows (positions permuted, a sub-range of positions) against ``be.gram``."""
+    from gpusvm._backend.ops.smo_pairwise import _CODES, _fill_q, _prepare
 
     rng = np.random.default_rng(0)
-    x = np.concatenate([-rng.random(20000) * 800.0, -rng.random(20000), [0.0, -1e-300, -707.9, -708.0,
-                                                                          -708.1, -745.2, -1e300, -np.inf]])
-    p, t = np.empty_like(x), np.empty_like(x)
-    _exp_into(x, p, t)
-    ref = np.exp(x)
-    live = x > -708.0
-    np.testing.assert_allclose(p[live], ref[live], rtol=5e-16, atol=0)
-    assert np.all(p[~live] == 0.0) and np.all(ref[~live] < 3.4e-308)
+    X = rng.normal(size=(300, 7)) * (rng.random((300, 7)) < (0.6 if dense else 0.2))  # CSR stays CSR
+    y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
+    spec = GramSpec(kernel, gamma=0.3 if kernel == "rbf" else 0.05, coef0=0.5, degree=3)
+    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(X if dense else sp.csr_matrix(X))
+    assert sparse == (not dense)
+    perm = rng.permutation(300)
+    if dense:
+        XT = np.ascontiguousarray(XT[:, perm])  # the solver keeps dense columns in position order
+    gx = (XT, indptr, indices, data, perm, sq[perm].copy(), y[perm].copy())
+    gk = (sparse, _CODES[kernel], float(spec.gamma), float(spec.coef0), int(spec.degree))
+    ws = (np.zeros(300), np.zeros(300), np.zeros(300), np.zeros(n_buf))
+    K = CPU.gram(X, X, spec, dtype=np.float64)
+    out = np.full(300, np.nan)
+    for pi in (0, 17, 299):
+        _fill_q(pi, out, 40, 260, gx, gk, ws)
+        i = perm[pi]
+        ref = y[i] * y[perm[40:260]] * K[i, perm[40:260]]
+        np.testing.assert_allclose(out[40:260], ref, rtol=1e-12, atol=1e-14)
+        assert np.isnan(out[:40]).all() and np.isnan(out[260:]).all()
 
 @pytest.mark.parametrize("name", ["smo", "pa-smo"])
 def test_warm_start(name):

@@ -30,8 +30,9 @@ cache. Swaps made by one shrinking pass are applied to the cached rows in one pa
 
 Gram rows are computed in Numba. Dense X is kept transposed (features x positions, swapped with the
 variables), so the dot products of one row are ``d`` contiguous axpy sweeps that LLVM vectorizes and
-each dot product sums its features in order; the RBF exponential runs as a vectorizable polynomial
-(:func:`_exp_into`, within 2 ulp of ``exp``). CSR X is used through the permutation.
+each dot product sums its features in order; the RBF exponential is the vectorizable polynomial
+``exp_neg_vec`` of the BSGD op (Numba's ``math.exp`` is one libm call per value: 6 ns against about
+1 ns). CSR X is used through the permutation.
 
 With ``planning=True`` it runs the planning-ahead SMO (PA-SMO) of Glasmachers ("The planning-ahead SMO
 algorithm", 2008); see :func:`_solve` for what exactly is implemented.
@@ -45,70 +46,23 @@ import numba
 import numpy as np
 
 from ..base import register_op
+from .bsgd import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
 
 TAU = 1e-12
 PA_ETA = 0.9  # eta of the planning-ahead working-set safeguard (see _solve)
 PA_COND = 1e-8  # planning needs det(H) > PA_COND * prod(diag(H)) (the plane is not degenerate)
 
-# exp(x) for x <= 0 as 2^k * p(r): k = round(x / ln 2), r = x - k ln 2 (Cody-Waite split of ln 2)
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
-_SHIFT = 6755399441055744.0  # 1.5 * 2^52: x + _SHIFT rounds x to an integer held in the low bits
-_SHIFT_BITS = 0x4338000000000000  # the bits of _SHIFT
-_EXP_MIN = -708.0  # below: exp(x) < 3.3e-308, returned as 0
-
-
 # ---------------------------------------------------------------------------------------------------
 # Gram rows
 # ---------------------------------------------------------------------------------------------------
-@numba.njit(cache=True, fastmath={"contract"})
-def _exp_into(x, p, t):
-    """p[k] = exp(x[k]) for x <= 0 (same-length 1-d arrays; ``t`` is scratch), in loops that LLVM
-    vectorizes (Numba's ``math.exp`` is a scalar libm call per value: 6 ns against 1.6 ns here).
-
-    2^k * p(r) with k = round(x / ln 2), |r| <= ln2 / 2 (Cody-Waite split of ln 2) and p the
-    degree-12 Taylor polynomial (truncation < 2e-16 relative); 2^k is added to the exponent bits.
-    Within 2 ulp of ``math.exp``; x <= -708 gives 0 (exp(-708) = 3.3e-308). Fused multiply-adds
-    (``contract``) only make the polynomial more accurate; the rounding trick x + 1.5 * 2^52 is
-    unaffected (the sum is rounded once either way).
-    """
-    m = x.shape[0]
-    for k in range(m):
-        xv = x[k]
-        xc = xv if xv > _EXP_MIN else _EXP_MIN
-        s = xc * _LOG2E + _SHIFT
-        kf = s - _SHIFT
-        r = (xc - kf * _LN2_HI) - kf * _LN2_LO
-        q = 1.0 / 479001600.0
-        q = q * r + 1.0 / 39916800.0
-        q = q * r + 1.0 / 3628800.0
-        q = q * r + 1.0 / 362880.0
-        q = q * r + 1.0 / 40320.0
-        q = q * r + 1.0 / 5040.0
-        q = q * r + 1.0 / 720.0
-        q = q * r + 1.0 / 120.0
-        q = q * r + 1.0 / 24.0
-        q = q * r + 1.0 / 6.0
-        q = q * r + 0.5
-        q = q * r + 1.0
-        q = q * r + 1.0
-        p[k] = q
-        t[k] = s
-    pb = p.view(np.int64)
-    tb = t.view(np.int64)
-    for k in range(m):
-        v = pb[k] + ((tb[k] - _SHIFT_BITS) << 52)
-        pb[k] = v if x[k] > _EXP_MIN else 0
-
-
 @numba.njit(cache=True)
 def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
     """out[k] = Q[pi, k] = y_pi y_k k(x_pi, x_k) for positions k in [k0, k1).
 
     gx = (XT, indptr, indices, data, perm, sqp, yp): dense X transposed (d, n) and swapped with the
     positions, or CSR X in training order (read through ``perm``); squared norms and labels by
-    position. gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch.
+    position. gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch of
+    length n (t2 serves as int64 scratch) and a zeroed buffer of length d (CSR).
     Loops run over slices from 0 so that Numba can drop the negative-index checks and LLVM
     vectorizes them (10x on the 3-feature axpy sweeps, 2.5x on 22-68 features, measured).
     """
@@ -150,13 +104,12 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
         sqi = sqp_full[pi]
         sqp = sqp_full[k0:k1]
         t1 = ws[1][k0:k1]
-        t2 = ws[2][k0:k1]
         for k in range(m):
             d = sqi + sqp[k] - 2.0 * dots[k]
             t1[k] = -gamma * (d if d > 0.0 else 0.0)
-        _exp_into(t1, t2, dots)
+        exp_neg_vec(t1, m, ws[2].view(np.int64))
         for k in range(m):
-            out[k] = yi * yp[k] * t2[k]
+            out[k] = yi * yp[k] * t1[k]
     elif code == 1:
         for k in range(m):
             base = gamma * dots[k] + coef0
