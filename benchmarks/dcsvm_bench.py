@@ -14,7 +14,9 @@ estimator on 3,000 rows that loads the compiled code):
   their defaults) solved to the top (exact model), for each configuration of ``--configs``;
 * ``dcsvc-early [k=.., L=..]``: early prediction with the 64-cluster level of that same run. Its time is
   the time from the start of the fit to the end of that level as recorded in ``levels_`` (the k-means
-  and solves of the levels up to it; data validation excluded, a few ms), so no second fit is needed;
+  and solves of the levels up to it; data validation excluded, a few ms), so no second fit is needed
+  (unless the run to the top skipped that level, ``max_cluster_share``: then a separate fit with
+  ``early_stop_level`` is timed);
 * ``exact-cold``: gpusvm.SVC with the same solver ("smo") from alpha = 0, with its default decomposition
   and (CPU) with the batched one;
 * ``sklearn``: sklearn.svm.SVC (LIBSVM), same C, gamma, tol=1e-3, cache 200 MB.
@@ -103,11 +105,33 @@ def _config_label(kw):
             + (f", sub_tol={kw['sub_tol']}" if "sub_tol" in kw else ""))
 
 
-def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, cold_batched):
+def _compare(dc_runs, cold_rows):
+    comparisons = []
+    for dc in dc_runs:
+        for cold in cold_rows:
+            comparisons.append({
+                "dcsvc": dc["row"], "cold": cold["row"], "wall_ratio_cold_over_dcsvc": cold["fit_s"] / dc["fit_s"],
+                "cpu_ratio_cold_over_dcsvc": cold["cpu_s"] / dc["cpu_s"],
+                "objective_rel_diff": abs(dc["objective"] - cold["objective"]) / abs(cold["objective"]),
+                "accuracy_diff_pp": 100 * (dc["test_acc"] - cold["test_acc"])})
+    return comparisons
+
+
+def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, cold_batched, on_row=None):
+    """The rows of one data set. ``on_row(result so far)`` is called after every row, so that a run cut
+    short keeps on disk what it measured (``complete`` is False until the last row)."""
     s = SETUPS[name]
     Xtr, ytr, Xte, yte, info = _load(name, data_dir, max_train, skin_train)
-    rows, dc_runs = [], []
+    rows, dc_runs, cold_rows = [], [], []
     print(f"== {name}: {info}", flush=True)
+
+    def result(complete=False):
+        res = {"dataset": name, "params": {"C": s["C"], "gamma": s["gamma"]}, "info": info, "device": device,
+               "rows": rows, "comparisons": _compare(dc_runs, cold_rows), "complete": complete}
+        if on_row is not None:
+            on_row(res)
+        return res
+
     # warm-up (excluded from the timings): load the compiled Numba functions of every path once
     nw = min(3000, Xtr.shape[0])
     for kw in configs[:1]:
@@ -124,25 +148,33 @@ def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, co
         est = DCSVC(C=s["C"], gamma=s["gamma"], device=device, random_state=0, **dc_kw)
         t_dc, c_dc = _timed_fit(est, Xtr, ytr, device)
         lv = est.levels_
-        below = [d for d in lv if isinstance(d["level"], int) and d["level"] >= early_level]
-        t_early = sum(d["time_s"] for d in below)
-        c_early = sum(d["cpu_s"] for d in below)
-        acc_early = _acc(est.predict(Xte, level=early_level), yte)
+        if any(d["level"] == early_level and d.get("skipped") for d in lv):
+            # the run to the top did not solve that level (max_cluster_share): a separate early fit
+            early_est = DCSVC(C=s["C"], gamma=s["gamma"], device=device, random_state=0, early_stop_level=early_level,
+                              **dc_kw)
+            t_early, c_early = _timed_fit(early_est, Xtr, ytr, device)
+            acc_early = _acc(early_est.predict(Xte), yte)
+            note = f"separate fit with early_stop_level={early_level} (the run to the top skipped that level)"
+        else:
+            below = [d for d in lv if isinstance(d["level"], int) and d["level"] >= early_level]
+            t_early = sum(d["time_s"] for d in below)
+            c_early = sum(d["cpu_s"] for d in below)
+            acc_early = _acc(est.predict(Xte, level=early_level), yte)
+            note = f"levels {L}..{early_level} of the dcsvc run (time from levels_)"
         rows.append({"row": f"dcsvc-early [{label}]", "level": early_level, "n_clusters": k ** early_level,
-                     "fit_s": t_early, "cpu_s": c_early, "test_acc": acc_early,
-                     "note": f"levels {L}..{early_level} of the dcsvc run (time from levels_)"})
+                     "fit_s": t_early, "cpu_s": c_early, "test_acc": acc_early, "note": note})
         obj_dc = sklearn_svc_objective(est)
         rows.append({"row": f"dcsvc [{label}]", "fit_s": t_dc, "cpu_s": c_dc, "test_acc": _acc(est.predict(Xte), yte),
                      "objective": obj_dc, "n_sv": int(est.support_.shape[0]), "levels": lv, "params": dc_kw})
         dc_runs.append(rows[-1])
         print(f"  [{label}] dcsvc-early ({k ** early_level} clusters) {t_early:.2f}s acc {acc_early:.4f} | dcsvc "
               f"{t_dc:.2f}s (cpu {c_dc:.2f}s) acc {rows[-1]['test_acc']:.4f} obj {obj_dc:.6f}", flush=True)
+        result()
 
     # exact solver, cold start: SVC's default decomposition (and the batched one on the CPU)
     colds = [("exact-cold (gpusvm SVC smo)", {})]
     if cold_batched and device == "cpu":
         colds.append(("exact-cold (gpusvm SVC smo, batched)", {"decomposition": "batched"}))
-    cold_rows = []
     for label, kw in colds:
         svc = SVC(C=s["C"], gamma=s["gamma"], solver="smo", device=device, **kw)
         t_cold, c_cold = _timed_fit(svc, Xtr, ytr, device)
@@ -152,6 +184,7 @@ def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, co
         cold_rows.append(rows[-1])
         print(f"  {label} {t_cold:.2f}s (cpu {c_cold:.2f}s) acc {rows[-1]['test_acc']:.4f} "
               f"obj {rows[-1]['objective']:.6f}", flush=True)
+        result()
 
     if with_sklearn:
         from sklearn.svm import SVC as SkSVC
@@ -162,16 +195,7 @@ def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, co
                      "objective": sklearn_svc_objective(sk), "n_sv": int(sk.support_.shape[0])})
         print(f"  sklearn {t_sk:.2f}s (cpu {c_sk:.2f}s) acc {rows[-1]['test_acc']:.4f} "
               f"obj {rows[-1]['objective']:.6f}", flush=True)
-    comparisons = []
-    for dc in dc_runs:
-        for cold in cold_rows:
-            comparisons.append({
-                "dcsvc": dc["row"], "cold": cold["row"], "wall_ratio_cold_over_dcsvc": cold["fit_s"] / dc["fit_s"],
-                "cpu_ratio_cold_over_dcsvc": cold["cpu_s"] / dc["cpu_s"],
-                "objective_rel_diff": abs(dc["objective"] - cold["objective"]) / abs(cold["objective"]),
-                "accuracy_diff_pp": 100 * (dc["test_acc"] - cold["test_acc"])})
-    return {"dataset": name, "params": {"C": s["C"], "gamma": s["gamma"]}, "info": info, "device": device,
-            "rows": rows, "comparisons": comparisons}
+    return result(complete=True)
 
 
 def _markdown(doc):
@@ -183,6 +207,8 @@ def _markdown(doc):
            "and the batched decomposition use BLAS and Numba threads on both cores).", ""]
     for r in doc["results"]:
         out += [f"## {r['dataset']} (C={r['params']['C']}, gamma={r['params']['gamma']})", "",
+                *([] if r.get("complete", True) else ["**Incomplete: the run was stopped before its last row; "
+                                                       "the rows below are the ones it finished.**", ""]),
                 f"Data: {json.dumps(r['info'])}", "",
                 "| row | fit wall (s) | fit CPU (s) | test accuracy | dual objective | SVs |",
                 "|---|---|---|---|---|---|"]
@@ -258,11 +284,15 @@ def main(argv=None):
         if args.sub_tol is not None:
             kw["sub_tol"] = args.sub_tol
         configs.append(kw)
+    def write(partial=None):
+        d = dict(doc, results=doc["results"] + ([partial] if partial is not None else []))
+        (out / f"{args.stem}_{args.device}.json").write_text(json.dumps(d, indent=1, default=str))
+        (out / f"{args.stem}_{args.device}.md").write_text(_markdown(d))
+
     for name in args.datasets.split(","):
         doc["results"].append(run(name, data_dir, args.device, args.max_train, args.skin_train,
-                                  not args.no_sklearn, configs, not args.no_cold_batched))
-        (out / f"{args.stem}_{args.device}.json").write_text(json.dumps(doc, indent=1, default=str))
-        (out / f"{args.stem}_{args.device}.md").write_text(_markdown(doc))
+                                  not args.no_sklearn, configs, not args.no_cold_batched, on_row=write))
+        write()
     print(f"wrote {out / f'{args.stem}_{args.device}.json'}")
 
 

@@ -396,8 +396,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         avail = sorted(fitted) + ([0] if self.early_stop_level is None else [])
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
             skipped = sorted({lv["level"] for lv in self.levels_ if lv.get("skipped")})
-            note = (f" Levels {skipped} were not solved (their largest cluster held more than half of the "
-                    "points; see levels_)." if skipped else "")
+            note = (f" Levels {skipped} were not solved (their largest cluster held more than "
+                    f"max_cluster_share={self.max_cluster_share} of the points; see levels_)." if skipped else "")
             raise ValueError(f"The 'level' parameter of DCSVC.predict must be one of the fitted levels "
                              f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.{note}")
         return int(level)
