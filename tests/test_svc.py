@@ -244,13 +244,14 @@ def test_cached_rows_survive_shrinking(dense):
         X = sp.csr_matrix(np.where(X < 1.0, 0.0, X))
     spec = GramSpec("rbf", gamma=0.5)
     C = np.full(len(y), 100.0)
-    out = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30)
+    kw = {} if dense else {"dense_max_bytes": 0}  # the CSR kernel
+    out = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30, **kw)
     info = out["info"]
     n = len(y)
     assert info["cache_rows"] == n and out["converged"]
     assert 0 < info["gram_evaluations"] <= n * info["cache_rows_used"]
     # the same solution without shrinking
-    ref = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30, shrinking=False)
+    ref = CPU.smo_pairwise(X, y, spec, C, tol=1e-3, cache_bytes=2**30, shrinking=False, **kw)
     d = lambda o: o["alpha"].sum() - 0.5 * o["alpha"] @ (o["G"] + 1.0)  # noqa: E731
     assert d(out) == pytest.approx(d(ref), rel=1e-5)
 
@@ -262,10 +263,12 @@ def test_pairwise_gram_rows_match_gram(kernel, dense):
     from gpusvm._backend.ops.smo_pairwise import _CODES, _fill_q, _prepare
 
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 7)) * (rng.random((300, 7)) < (0.6 if dense else 0.2))  # CSR stays CSR
+    X = rng.normal(size=(300, 7)) * (rng.random((300, 7)) < 0.4)
     y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
     spec = GramSpec(kernel, gamma=0.3 if kernel == "rbf" else 0.05, coef0=0.5, degree=3)
-    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(X if dense else sp.csr_matrix(X))
+    # CSR input takes the dense kernel when its dense copy fits the bound, the CSR kernel otherwise
+    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(sp.csr_matrix(X),
+                                                            dense_max_bytes=2**30 if dense else 0)
     assert sparse == (not dense)
     perm = rng.permutation(300)
     if dense:
