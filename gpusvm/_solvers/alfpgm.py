@@ -316,6 +316,18 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
 
     from .kernel_cache import GramRowCache
 
+    class _RowCache(GramRowCache):
+        """The shared Gram-row cache, its rows computed from a DENSE copy of the requested rows when X
+        is sparse: ``be.gram`` then takes its CSR @ dense path over X instead of densifying all of X
+        for every request (w8a, 10,000 rows: the densify and the copy of the product were ~7 of 17 s)."""
+
+        def _compute(self, idx_dev):
+            rows = be.take_rows(self.X, idx_dev)
+            if be.issparse(rows):
+                rows = be.to_dense(rows)
+            return be.gram(rows, self.X, self.spec, x_sqnorm=None if self.x_sqnorm is None else self.x_sqnorm[idx_dev],
+                           y_sqnorm=self.x_sqnorm, dtype=self.dtype)
+
     t0 = time.perf_counter()
     f64 = xp.float64
     y = xp.asarray(y, dtype=f64)
@@ -329,7 +341,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     else:
         alpha = xp.array(alpha0, dtype=f64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
-    cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+    cache = _RowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     count = xp.zeros(n, dtype=xp.int32)  # working sets each variable has been in (since the last reset)
     last_move = xp.full(n, xp.inf, dtype=f64)  # |change| the last time it was optimized
