@@ -12,6 +12,8 @@ Reported per n and solver: mean and std of the SMO step count, the dual objectiv
 objective difference to SMO on the same permutation, and the fit time.
 
 Usage: python benchmarks/pasmo_chessboard.py [--n 1000 10000] [--perms 10] [--recent 2 3]
+       python benchmarks/pasmo_chessboard.py --report-only [--perms 10]  (rewrite the report from the
+       JSON, e.g. after a run was cut short; n with fewer than --perms runs are marked partial)
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def run(ns, perms, recents, out_dir, time_limit):
                 "step counts and objectives are not affected",
         "setting": {"C": C_VALUE, "gamma": GAMMA, "tol": TOL, "gram_dtype": "float64", "cache_size_MB": 512,
                     "data": "make_chessboard(n, n_tiles=4, random_state=0) * 4, rows permuted"},
+        "perms_requested": perms,
         "runs": [],
         "summary": [],
     }
@@ -88,24 +91,42 @@ def run(ns, perms, recents, out_dir, time_limit):
             results["runs"].append(row)
             print(json.dumps(row), flush=True)
             _write(results, out_dir)
-        if rows:
-            for label in ["smo"] + [f"pa-smo(recent={r})" for r in recents]:
-                it = np.array([r[label]["n_iter"] for r in rows], dtype=float)
-                ob = np.array([r[label]["objective"] for r in rows])
-                tm = np.array([r[label]["time_s"] for r in rows])
-                s = {"n": n, "solver": label, "perms": len(rows), "iter_mean": it.mean(), "iter_std": it.std(),
-                     "obj_mean": ob.mean(), "obj_std": ob.std(), "time_mean_s": tm.mean()}
-                if label != "smo":
-                    rel = np.array([r[label]["rel_obj_diff_vs_smo"] for r in rows])
-                    s["rel_obj_diff_min"] = float(rel.min())
-                    s["rel_obj_diff_max"] = float(rel.max())
-                    s["iter_ratio_vs_smo"] = float(it.mean() / np.mean([r["smo"]["n_iter"] for r in rows]))
-                results["summary"].append(s)
         _write(results, out_dir)
     return results
 
 
+def _summarize(results):
+    """Per n and solver: step and objective statistics over the permutations run so far."""
+    summary = []
+    for n in sorted({r["n"] for r in results["runs"]}):
+        rows = [r for r in results["runs"] if r["n"] == n]
+        labels = ["smo"] + [k for k in rows[0] if k.startswith("pa-smo")]
+        smo_it = np.mean([r["smo"]["n_iter"] for r in rows])
+        for label in labels:
+            it = np.array([r[label]["n_iter"] for r in rows], dtype=float)
+            ob = np.array([r[label]["objective"] for r in rows])
+            tm = np.array([r[label]["time_s"] for r in rows])
+            s = {"n": n, "solver": label, "perms": len(rows), "iter_mean": it.mean(), "iter_std": it.std(),
+                 "obj_mean": ob.mean(), "obj_std": ob.std(), "time_mean_s": tm.mean()}
+            if label != "smo":
+                rel = np.array([r[label]["rel_obj_diff_vs_smo"] for r in rows])
+                s["rel_obj_diff_min"] = float(rel.min())
+                s["rel_obj_diff_max"] = float(rel.max())
+                s["iter_ratio_vs_smo"] = float(it.mean() / smo_it)
+            summary.append(s)
+    return summary
+
+
 def _write(results, out_dir):
+    """Write the JSON and the Markdown; the summary is recomputed from the runs, so a run that was cut
+    short (or stopped by the time limit) still reports what it measured, marked as partial."""
+    results["summary"] = _summarize(results)
+    want = results.get("perms_requested")
+    if want and not results.get("partial"):
+        short = [f"n={n}: {c} of {want}" for n in sorted({r["n"] for r in results["runs"]})
+                 if (c := sum(r["n"] == n for r in results["runs"])) < want]
+        if short:
+            results["partial"] = "Partial: permutations run " + ", ".join(short) + "."
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "pasmo_chessboard_cpu.json").write_text(json.dumps(results, indent=1))
     m = results["machine"]
@@ -156,7 +177,9 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true", help="rewrite the Markdown from the JSON")
     args = ap.parse_args(argv)
     if args.report_only:
-        _write(json.loads((args.out / "pasmo_chessboard_cpu.json").read_text()), args.out)
+        results = json.loads((args.out / "pasmo_chessboard_cpu.json").read_text())
+        results.setdefault("perms_requested", args.perms)
+        _write(results, args.out)
         return
     run(args.n, args.perms, args.recent, args.out, args.time_limit)
 
