@@ -56,6 +56,7 @@ def run(ns, perms, recents, out_dir, time_limit):
         "setting": {"C": C_VALUE, "gamma": GAMMA, "tol": TOL, "gram_dtype": "float64", "cache_size_MB": 512,
                     "data": "make_chessboard(n, n_tiles=4, random_state=0) * 4, rows permuted"},
         "perms_requested": perms,
+        "ns_requested": list(ns),
         "runs": [],
         "summary": [],
     }
@@ -123,8 +124,8 @@ def _write(results, out_dir):
     results["summary"] = _summarize(results)
     want = results.get("perms_requested")
     if want and not results.get("partial"):
-        short = [f"n={n}: {c} of {want}" for n in sorted({r["n"] for r in results["runs"]})
-                 if (c := sum(r["n"] == n for r in results["runs"])) < want]
+        ns = sorted(set(results.get("ns_requested", [])) | {r["n"] for r in results["runs"]})
+        short = [f"n={n}: {c} of {want}" for n in ns if (c := sum(r["n"] == n for r in results["runs"])) < want]
         if short:
             results["partial"] = "Partial: permutations run " + ", ".join(short) + "."
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -179,6 +180,7 @@ def main(argv=None):
     if args.report_only:
         results = json.loads((args.out / "pasmo_chessboard_cpu.json").read_text())
         results.setdefault("perms_requested", args.perms)
+        results.setdefault("ns_requested", args.n)
         _write(results, args.out)
         return
     run(args.n, args.perms, args.recent, args.out, args.time_limit)
