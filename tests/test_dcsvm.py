@@ -33,7 +33,7 @@ def ijcnn1_small(data_dir):
 # ---------------------------------------------------------------------------------------------
 def test_ijcnn1_final_model_is_exact_and_early_prediction_is_close(ijcnn1_small):
     X, y, Xt, yt = ijcnn1_small
-    est = DCSVC(C=32, gamma=2.0, n_levels=3, n_clusters_per_level=4, device="cpu", random_state=0).fit(X, y)
+    est = DCSVC(min_cluster_size=0, C=32, gamma=2.0, n_levels=3, n_clusters_per_level=4, device="cpu", random_state=0).fit(X, y)
     ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
     d_ours, d_ref = sklearn_svc_objective(est), sklearn_svc_objective(ref)
     assert _rel(d_ours, d_ref) < 1e-3
@@ -57,7 +57,7 @@ def test_ijcnn1_final_model_is_exact_and_early_prediction_is_close(ijcnn1_small)
 
 def test_early_stop_level_fits_only_the_lower_levels(ijcnn1_small):
     X, y, Xt, yt = ijcnn1_small
-    full = DCSVC(C=32, gamma=2.0, n_levels=3, device="cpu", random_state=0).fit(X, y)
+    full = DCSVC(min_cluster_size=0, C=32, gamma=2.0, n_levels=3, device="cpu", random_state=0).fit(X, y)
     early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
     assert early.early_model_ == {"level": 3, "n_clusters": 64}
     assert [lv["level"] for lv in early.levels_] == [3]
@@ -75,7 +75,7 @@ def test_early_stop_level_fits_only_the_lower_levels(ijcnn1_small):
 # ---------------------------------------------------------------------------------------------
 def test_matches_sklearn_on_both_backends(backend):
     X, y = load_bundled("breast_cancer")
-    est = DCSVC(C=10.0, gamma=0.05, n_levels=2, device=backend.name, random_state=0).fit(X, y)
+    est = DCSVC(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device=backend.name, random_state=0).fit(X, y)
     ref = SkSVC(C=10.0, gamma=0.05).fit(X, y)
     assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
     dv = est.decision_function(X)
@@ -89,7 +89,7 @@ def test_multiclass_one_vs_one_matches_sklearn():
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
-    est = DCSVC(C=5.0, gamma=0.5, n_levels=2, n_clusters_per_level=2, device="cpu", random_state=0).fit(X, y)
+    est = DCSVC(min_cluster_size=0, C=5.0, gamma=0.5, n_levels=2, n_clusters_per_level=2, device="cpu", random_state=0).fit(X, y)
     ref = SkSVC(C=5.0, gamma=0.5).fit(X, y)
     assert est.dual_coef_.shape == (2, est.support_vectors_.shape[0])
     assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
@@ -102,8 +102,8 @@ def test_sparse_input_and_string_labels():
     X, y = load_bundled("breast_cancer")
     labels = np.where(y == 1, "benign", "malignant")
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
-    dense = DCSVC(C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs.toarray(), labels)
-    sparse = DCSVC(C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs, labels)
+    dense = DCSVC(min_cluster_size=0, C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs.toarray(), labels)
+    sparse = DCSVC(min_cluster_size=0, C=4.0, gamma=0.05, n_levels=2, device="cpu", random_state=1).fit(Xs, labels)
     assert list(sparse.classes_) == ["benign", "malignant"]
     assert _rel(sklearn_svc_objective(sparse), sklearn_svc_objective(dense)) < 1e-6
     np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(Xs.toarray()))
@@ -113,7 +113,7 @@ def test_sparse_input_and_string_labels():
 # ---------------------------------------------------------------------------------------------
 def test_thread_pool_executor_gives_the_in_process_alpha():
     X, y = load_bundled("breast_cancer")
-    kw = dict(C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    kw = dict(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
     a = DCSVC(**kw).fit(X, y)
     with cf.ThreadPoolExecutor(max_workers=2) as ex:
         b = DCSVC(executor=ex, **kw).fit(X, y)
@@ -126,7 +126,7 @@ def test_thread_pool_executor_gives_the_in_process_alpha():
 def test_dask_local_cluster_gives_the_in_process_alpha():
     distributed = pytest.importorskip("distributed")
     X, y = load_bundled("breast_cancer")
-    kw = dict(C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    kw = dict(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
     ref = DCSVC(**kw).fit(X, y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
@@ -165,13 +165,13 @@ class _RefusingExecutor(cf.Executor):
 def test_executor_errors_name_the_level_and_cluster():
     X, y = load_bundled("breast_cancer")
     with pytest.raises(RuntimeError, match=r"level 2, cluster \d+ .*worker lost"):
-        DCSVC(n_levels=2, device="cpu", random_state=0, executor=_FailingExecutor(bad=2)).fit(X, y)
+        DCSVC(min_cluster_size=0, n_levels=2, device="cpu", random_state=0, executor=_FailingExecutor(bad=2)).fit(X, y)
     with pytest.raises(RuntimeError, match=r"could not submit .*level 2, cluster 0"):
-        DCSVC(n_levels=2, device="cpu", random_state=0, executor=_RefusingExecutor()).fit(X, y)
+        DCSVC(min_cluster_size=0, n_levels=2, device="cpu", random_state=0, executor=_RefusingExecutor()).fit(X, y)
     with cf.ThreadPoolExecutor(max_workers=1) as ex:
         ex.shutdown()
         with pytest.raises(RuntimeError, match="could not submit"):
-            DCSVC(n_levels=2, device="cpu", random_state=0, executor=ex).fit(X, y)
+            DCSVC(min_cluster_size=0, n_levels=2, device="cpu", random_state=0, executor=ex).fit(X, y)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def test_single_class_clusters_and_convergence_warning():
     rng = np.random.default_rng(1)
     X = np.concatenate([rng.normal(c, 0.2, size=(40, 2)) for c in (0, 5, 10, 15)])
     y = np.repeat([0, 1, 0, 1], 40)
-    est = DCSVC(C=1.0, gamma=0.5, n_levels=2, device="cpu", random_state=0).fit(X, y)
+    est = DCSVC(min_cluster_size=0, C=1.0, gamma=0.5, n_levels=2, device="cpu", random_state=0).fit(X, y)
     ref = SkSVC(C=1.0, gamma=0.5).fit(X, y)
     assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
     np.testing.assert_array_equal(est.predict(X, level=2), y)
@@ -316,8 +316,8 @@ def test_warm_solves_pick_the_decomposition_by_the_share_of_nonzero_alphas():
 def test_loose_subproblems_still_give_the_exact_top_level(ijcnn1_small):
     X, y, _, _ = ijcnn1_small
     ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
-    tight = DCSVC(C=32, gamma=2.0, n_levels=2, sub_tol=1e-3, device="cpu", random_state=0).fit(X, y)
-    loose = DCSVC(C=32, gamma=2.0, n_levels=2, sub_tol=0.5, device="cpu", random_state=0).fit(X, y)
+    tight = DCSVC(min_cluster_size=0, C=32, gamma=2.0, n_levels=2, sub_tol=1e-3, device="cpu", random_state=0).fit(X, y)
+    loose = DCSVC(min_cluster_size=0, C=32, gamma=2.0, n_levels=2, sub_tol=0.5, device="cpu", random_state=0).fit(X, y)
     d_ref = sklearn_svc_objective(ref)
     for est in (tight, loose):
         assert _rel(sklearn_svc_objective(est), d_ref) < 1e-4
@@ -376,7 +376,7 @@ def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top():
     X, y = load_bundled("breast_cancer")
     ref = SkSVC(C=4.0, gamma=0.2).fit(X, y)
     # of 4 clusters the largest always holds at least a quarter of the points: level 1 is skipped
-    est = DCSVC(C=4.0, gamma=0.2, n_levels=1, max_cluster_share=0.25, device="cpu", random_state=0).fit(X, y)
+    est = DCSVC(min_cluster_size=0, C=4.0, gamma=0.2, n_levels=1, max_cluster_share=0.25, device="cpu", random_state=0).fit(X, y)
     lv1 = [lv for lv in est.levels_ if lv["level"] == 1]
     assert len(lv1) == 1 and lv1[0]["skipped"] and lv1[0]["largest_cluster"] > 0.25 * X.shape[0]
     assert lv1[0]["n_iter"] == 0
@@ -384,7 +384,7 @@ def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top():
     with pytest.raises(ValueError, match=r"Levels \[1\] were not solved"):
         est.predict(X, level=1)
     # solving every level (1.0) and stopping early at a level (never skipped) keep the early models
-    full = DCSVC(C=4.0, gamma=0.2, n_levels=1, max_cluster_share=1.0, device="cpu", random_state=0).fit(X, y)
+    full = DCSVC(min_cluster_size=0, C=4.0, gamma=0.2, n_levels=1, max_cluster_share=1.0, device="cpu", random_state=0).fit(X, y)
     assert not any(lv.get("skipped") for lv in full.levels_)
     assert full.predict(X, level=1).shape == (X.shape[0],)
     early = DCSVC(C=4.0, gamma=0.2, n_levels=1, early_stop_level=1, max_cluster_share=0.25, device="cpu",
@@ -392,3 +392,20 @@ def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top():
     assert [lv["level"] for lv in early.levels_] == [1] and not any(lv.get("skipped") for lv in early.levels_)
     with pytest.raises(ValueError, match=r"'max_cluster_share' parameter of DCSVC must be a float in the range \(0.0, 1.0\]"):
         DCSVC(max_cluster_share=0.0).fit(X, y)
+
+
+def test_levels_of_small_clusters_are_skipped_on_the_way_to_the_top(ijcnn1_small):
+    X, y, _, _ = ijcnn1_small  # 6,000 rows: 64 clusters of ~94 points, 16 of ~375, 4 of ~1,500
+    ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
+    est = DCSVC(C=32, gamma=2.0, n_levels=3, min_cluster_size=500, max_cluster_share=1.0, device="cpu",
+                random_state=0).fit(X, y)
+    assert [(lv["level"], lv.get("skip_reason")) for lv in est.levels_[:3]] == [(3, "small"), (2, "small"),
+                                                                               (1, None)]
+    assert est.levels_[2]["n_iter"] > 0  # level 1 is the first level solved (uniform k-means sample)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    assert est.predict(X[:50], level=1).shape == (50,)
+    with pytest.raises(ValueError, match=r"Levels \[2, 3\] were not solved on the way to the top"):
+        est.predict(X[:50], level=3)
+    # stopping early at a small level solves it (and the levels below it)
+    early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
+    assert [lv["level"] for lv in early.levels_] == [3] and not early.levels_[0].get("skipped")

@@ -352,7 +352,7 @@ def _warm_options(be, solver, options, n_nonzero, n, size):
 
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
                 early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, refine_tol=None,
-                max_cluster_share=1.0, top_options=None, max_iter=-1,
+                max_cluster_share=1.0, min_cluster_size=0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
@@ -382,6 +382,14 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     sub_tol : float, optional
         KKT tolerance of the cluster subproblems and the refine solve (default ``tol``; never below
         ``tol``). These solutions are only warm starts, so :class:`gpusvm.DCSVC` solves them loosely.
+    refine_tol : float, optional
+        KKT tolerance of the refine solve (default ``sub_tol``; never below ``tol``).
+    max_cluster_share : float
+        When solving to the top, a level of more than two clusters whose largest cluster holds more
+        than this share of the n points is clustered but not solved (1.0: never).
+    min_cluster_size : int
+        When solving to the top, a level whose clusters would hold fewer than this many points on
+        average (``n < min_cluster_size * k**l``) is neither clustered nor solved (0: never).
     top_options : dict, optional
         Solver options for the top-level solve only (they override ``options`` there).
     max_iter, cache_bytes, random_state
@@ -419,11 +427,22 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     levels, models = [], {}
     all_converged = True
     stop = 0 if early_stop_level is None else int(early_stop_level)
+    solved_any = False
     for level in range(L, stop - 1 if stop > 0 else 0, -1):
         t0 = time.perf_counter()
         c0 = time.process_time()
         kl = k ** level
-        cand = None if level == L else xp.nonzero(alpha > 0)[0]
+        if stop == 0 and n < min_cluster_size * kl:
+            # clusters of fewer than min_cluster_size points on average: when training to the top, such a
+            # level costs more (its k-means assignment is n x m Gram values) than it saves above it
+            levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "small",
+                           "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0,
+                           "n_sv": 0, "objective": None, "n_iter": 0, "train_accuracy": None,
+                           "converged": True})
+            if verbose:
+                print(f"[DC-SVM] level {level}: {kl} clusters of {n / kl:.0f} points on average: skipped")
+            continue
+        cand = None if not solved_any else xp.nonzero(alpha > 0)[0]
         m_l = min(n, m if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * kl))
         clustering, labels = two_step_kernel_kmeans(be, X, spec, kl, m_l, rng, candidates=cand,
                                                     x_sqnorm=x_sqnorm)
@@ -434,7 +453,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             if kl > 2 and largest > max_cluster_share * n:  # (of two clusters, one always holds half)
                 # this level's largest subproblem is most of the whole problem: solving it costs about
                 # as much as the top-level solve it would warm-start (see the module docstring)
-                levels.append({"level": level, "n_clusters": kl, "skipped": True, "largest_cluster": largest,
+                levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "dominant",
+                               "largest_cluster": largest,
                                "time_cluster_s": t1 - t0, "time_solve_s": 0.0,
                                "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                                "n_sv": int(xp.count_nonzero(alpha > 0)), "objective": None, "n_iter": 0,
@@ -442,6 +462,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 if verbose:
                     print(f"[DC-SVM] level {level}: {kl} clusters, largest {largest} of {n} points: skipped")
                 continue
+        solved_any = True
         alpha, results, idx, _ = _run_level(
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
