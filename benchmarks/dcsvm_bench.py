@@ -201,7 +201,8 @@ def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, co
 def _markdown(doc):
     out = [f"# DC-SVM benchmark ({doc['device']})", "",
            f"Machine: {doc['machine']}. {doc['note']}", "",
-           f"Command: `{doc['command']}`", "",
+           f"Command: `{doc['command']}` (git commit {doc.get('git_commit')}, plus any uncommitted changes in the "
+           "shared tree at the start of the run)", "",
            "Wall time is the fit's elapsed time; CPU time is the process's CPU time over all its threads "
            "(the pairwise SMO loop runs on one core; DC-SVM's Gram blocks (k-means, warm-start gradients) "
            "and the batched decomposition use BLAS and Numba threads on both cores).", ""]
@@ -271,7 +272,15 @@ def main(argv=None):
         from gpusvm import get_backend
 
         machine["gpu"] = get_backend("gpu").device_name
+    try:
+        import subprocess
+
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip() or None
+    except Exception:  # not a git checkout
+        commit = None
     doc = {"device": args.device, "machine": machine, "command": " ".join(["python", *sys.argv]),
+           "git_commit": commit,
            "note": ("Timings from ONE run each on a 2-core machine SHARED with other engineers' jobs, so "
                     "they are noisy; compare ratios within this run only. " + args.note).strip(),
            "results": []}
