@@ -47,7 +47,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     wins. Two classes give one problem (``classes_[1]`` is the positive class).
 
     **Data**: training runs on dense rows (sparse input is densified: the support vectors are dense
-    points anyway once merged), in float64.
+    points anyway once merged), in float64. The CPU loop computes each margin from the nonzeros of the
+    row against a transposed copy of the support vectors, so sparse rows (a9a, w8a) cost their nonzeros,
+    not n_features, per support vector.
 
     Parameters
     ----------
