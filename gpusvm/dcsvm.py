@@ -90,8 +90,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Before the top level, solve the problem restricted to level 1's support vectors (warm start);
         the top level then usually needs only a few iterations.
     min_cluster_size : int, default=500
-        When solving to the top (``early_stop_level=None``), a level whose clusters would hold fewer
-        than this many points on average (``n < min_cluster_size * k**l``, n the points of the class
+        A level below the top (or below ``early_stop_level``, which is always solved) whose clusters
+        would hold fewer than this many points on average (``n < min_cluster_size * k**l``, n the points of the class
         pair) is neither clustered nor solved: its subproblems are too small to pay for their kernel
         k-means (an n x m Gram block). Measured on full ijcnn1 (CPU, one run each, this session's
         development): levels 3..1 (skipping the 256-cluster level) 4.5 CPU-s against 5.0-6.1 CPU-s

@@ -409,3 +409,14 @@ def test_levels_of_small_clusters_are_skipped_on_the_way_to_the_top(ijcnn1_small
     # stopping early at a small level solves it (and the levels below it)
     early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
     assert [lv["level"] for lv in early.levels_] == [3] and not early.levels_[0].get("skipped")
+
+
+def test_early_stop_skips_small_levels_below_it_and_matches_the_run_to_the_top(ijcnn1_small):
+    X, y, Xt, _ = ijcnn1_small  # 6,000 rows: levels 3 and 2 (~94 and ~375 points per cluster) are below 500
+    full = DCSVC(C=32, gamma=2.0, n_levels=3, min_cluster_size=500, max_cluster_share=1.0, device="cpu",
+                 random_state=0).fit(X, y)
+    early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=1, min_cluster_size=500, device="cpu",
+                  random_state=0).fit(X, y)
+    assert [(lv["level"], bool(lv.get("skipped"))) for lv in early.levels_] == [(3, True), (2, True), (1, False)]
+    # the same seed and the same skipped levels: the same level-1 model as in the run to the top
+    np.testing.assert_array_equal(early.predict(Xt[:2000]), full.predict(Xt[:2000], level=1))

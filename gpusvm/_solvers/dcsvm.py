@@ -33,8 +33,21 @@ the warm start removes more top-level work than the levels below cost. Hence:
 * the subproblems and the refine solve are only warm starts: they are solved to ``sub_tol`` (the
   estimator's default ``max(tol, 0.1)``), which halved the time below the top with about the same
   top-level work;
-* the k-means sample shrinks with the number of clusters (``max(1000, 8 k^l)`` at level l unless
-  ``sample_size`` is given), since the assignment is ``n x m`` Gram values per level;
+* the k-means sample shrinks with the number of clusters (``max(1000, 4 k^l)`` at level l unless
+  ``sample_size`` is given), since the assignment is ``n x m`` Gram values per level (8 k^l before:
+  the 256-cluster level's k-means took about twice as long for no measurable gain above it);
+* levels that do not pay for themselves are skipped: a level below the top (or below the early-stop
+  level; that one is always solved) whose clusters would average fewer than ``min_cluster_size``
+  points (estimator default 500) is neither clustered nor solved, and on the way to the top a level of more than two clusters whose largest
+  cluster holds more than ``max_cluster_share`` (default 0.5) of the points is clustered but not
+  solved. Profile of full ijcnn1 with the estimator defaults (k = 4, L = 4; single-threaded CPU
+  seconds, one run each on a loaded machine): the 256-cluster level cost 0.6-1.1 s (mostly its
+  k-means) and saved less above it; level 1 put 29k-36k of the 50k points into one cluster, whose
+  solve (1.7-5.3 s) is a near copy of the top-level solve and saved it only 0.5-1.8 s. The lower
+  levels' *early models* of skipped levels do not exist (``levels_`` marks them ``skipped``);
+* the refine solve stays at ``sub_tol``: solving it to ``tol`` (``refine_tol``) cut the top-level
+  SMO steps on ijcnn1 (22.6k to 8.1k) but not its time, which is dominated by the n_sv x n warm-start
+  gradient and Gram-row misses, and on a9a it made the batched top slower (69 vs 38 rounds);
 * on the CPU, a refine/top warm start with many nonzero alphas (a9a) runs the batched
   decomposition instead of the pair-at-a-time loop (:func:`_warm_options`). (Tried and dropped:
   forming the pairwise loop's warm-start gradient from Gram blocks and shrinking from the first
@@ -388,8 +401,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         When solving to the top, a level of more than two clusters whose largest cluster holds more
         than this share of the n points is clustered but not solved (1.0: never).
     min_cluster_size : int
-        When solving to the top, a level whose clusters would hold fewer than this many points on
-        average (``n < min_cluster_size * k**l``) is neither clustered nor solved (0: never).
+        A level below the top / the early-stop level whose clusters would hold fewer than this many
+        points on average (``n < min_cluster_size * k**l``) is neither clustered nor solved (0: never).
     top_options : dict, optional
         Solver options for the top-level solve only (they override ``options`` there).
     max_iter, cache_bytes, random_state
@@ -432,9 +445,9 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         t0 = time.perf_counter()
         c0 = time.process_time()
         kl = k ** level
-        if stop == 0 and n < min_cluster_size * kl:
-            # clusters of fewer than min_cluster_size points on average: when training to the top, such a
-            # level costs more (its k-means assignment is n x m Gram values) than it saves above it
+        if level != stop and n < min_cluster_size * kl:
+            # clusters of fewer than min_cluster_size points on average: such a level costs more (its
+            # k-means assignment is n x m Gram values) than it saves above it. Never the early-stop level.
             levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "small",
                            "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0,
                            "n_sv": 0, "objective": None, "n_iter": 0, "train_accuracy": None,
