@@ -153,9 +153,9 @@ def _markdown(res):
                          "these solves take 0.01-0.5 s and single runs on the loaded machine were too noisy "
                          "to compare.")
         else:
-            lines.append(f"Rows were measured by two processes running at the same time (the second one's "
-                         f"data sets from `{mf['file']}`, merged): each row's sklearn timing comes from the "
-                         "same process and moment as its gpusvm timings.")
+            lines.append(f"Rows from another process that ran during the same period were merged in (`{mf['file']}`): "
+                         "each row's sklearn timing comes from the same process and moment as its gpusvm "
+                         "timings.")
     lines += [
         "",
         "| data | C | eps | DCD s | DCD steps | AVSF s | AVSF steps | steps DCD/AVSF | sk s | sk conv s | "
