@@ -48,13 +48,28 @@ class _Slow:
         return self._m.predict(X)
 
 
+class _SlowFirstFit(_Slow):
+    """Slow only on the first fit in the process, as a solver whose first fit JIT-compiles."""
+
+    compiled = False
+
+    def fit(self, X, y):
+        if not _SlowFirstFit.compiled:
+            _SlowFirstFit.compiled = True
+            time.sleep(0.3)
+        self._m.fit(X, y)
+        return self
+
+
 @pytest.fixture
 def test_solvers(monkeypatch):
     extra = [
         BenchSolver("test-tight-svc", "kernel", _tight_svc, ("cpu",), objective=sklearn_svc_objective),
         BenchSolver("test-broken", "kernel", lambda p, d: _Broken(), ("cpu", "gpu")),
         BenchSolver("test-slow", "kernel", lambda p, d: _Slow(), ("cpu",), exact=False),
+        BenchSolver("test-jit", "kernel", lambda p, d: _SlowFirstFit(), ("cpu",), exact=False),
     ]
+    _SlowFirstFit.compiled = False
     for e in extra:
         monkeypatch.setitem(registry._REGISTRY, e.name, e)
     return [e.name for e in extra]
@@ -137,8 +152,22 @@ def test_time_limit_and_caps(tmp_path, test_solvers):
     assert ds["n_test"] == 100 and ds["test_subsampled_from"] == 400
     (row,) = doc["rows"]
     assert row["status"] == "time-limit" and row["time_limited"] and row["fit_s"] == []
+    assert len(row["warmup_fits_s"]) == 2  # the first warm-up over the limit is repeated once, then decides
     assert doc["settings"]["time_limit_s"] == 0.1 and doc["settings"]["max_train"] == 200
     assert not list((tmp_path / "out").glob("*.png"))
+
+
+def test_first_warmup_over_limit_is_repeated(tmp_path, test_solvers):
+    # A solver whose first fit in the process compiles (Numba/CUDA on a fresh machine) and runs over the
+    # time limit still gets timed fits when its second warm-up is within the limit; on a second data set the
+    # warm-up is not repeated.
+    doc, logs = _run(tmp_path, solvers=("test-jit",), datasets=("chess-600", "breast_cancer"), time_limit=0.2,
+                     repeat=2, plots=False, reference=False)
+    first, second = doc["rows"]
+    assert first["status"] == "ok" and not first["time_limited"] and len(first["fit_s"]) == 2
+    assert len(first["warmup_fits_s"]) == 2 and first["warmup_fits_s"][0] > 0.2 > first["warmup_fit_s"]
+    assert second["status"] == "ok" and len(second["warmup_fits_s"]) == 1
+    assert any("repeating it once" in m for m in logs)
 
 
 def test_broken_entry_module_does_not_stop_registry(tmp_path, monkeypatch):

@@ -30,8 +30,11 @@ Repeats stop early when the row's timed fits have taken more than ``row_budget``
 least one timed fit always runs); ``fit_s`` lists the fits that ran.
 
 Time limit. ``time_limit`` is a soft limit: once a fit (warm-up included) has taken longer than it, the
-row's remaining fits are skipped and the row says so (``time_limited``). A running fit is never
-interrupted: CPython cannot stop a thread inside native code (LIBSVM, Numba, CUDA) cleanly.
+row's remaining fits are skipped and the row says so (``time_limited``). The first warm-up of a solver on a
+device in a process also pays for JIT compilation (Numba functions, CUDA kernels; seconds on a fresh
+machine without Numba's on-disk cache), so when that one runs over the limit it is repeated once, and the
+second time decides (both are recorded: ``warmup_fit_s`` is the last, ``warmup_fits_s`` all). A running
+fit is never interrupted: CPython cannot stop a thread inside native code (LIBSVM, Numba, CUDA) cleanly.
 
 A solver that raises keeps its row with ``status="error"`` and the message; the run goes on.
 """
@@ -346,6 +349,7 @@ class Harness:
     def __init__(self, settings: Settings, log=None):
         self.s = settings.resolved()
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self._warmed: set[tuple[str, str]] = set()  # (solver, device) pairs whose JIT work is done
 
     # devices ---------------------------------------------------------------------------------------------
     def device_status(self) -> list[dict]:
@@ -393,7 +397,7 @@ class Harness:
             exact=bool(entry.exact), status="ok", error=None, params=params,
             n_train=int(data.X_train.shape[0]), n_test=int(data.X_test.shape[0]),
             inputs="device" if (device == "gpu" and s.device_inputs) else "host",
-            warmup_n=None, warmup_fit_s=None, fit_s=[], predict_s=[], fit_min_s=None, fit_median_s=None,
+            warmup_n=None, warmup_fit_s=None, warmup_fits_s=[], fit_s=[], predict_s=[], fit_min_s=None, fit_median_s=None,
             predict_min_s=None, predict_median_s=None, time_limited=False, accuracy=None,
             objective=None, objective_kind="dual" if entry.family == "kernel" else "primal",
             objective_error=None, reference_objective=None, objective_rel_diff=None,
@@ -423,16 +427,26 @@ class Harness:
                 Xw, yw = be.asarray(Xw), be.asarray(yw)
             row["warmup_n"] = int(Xw.shape[0])
             self.log(f"{tag} warm-up fit on {row['warmup_n']} rows")
-            est = entry.make(dict(params), device)
-            be.sync()
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est.fit(Xw, yw)
-                _to_numpy(est.predict(Xte_in[: min(1000, Xte.shape[0])]))
-            be.sync()
-            row["warmup_fit_s"] = time.perf_counter() - t0
-            del est
+            row["warmup_fits_s"] = []
+            first_here = (entry.name, device) not in self._warmed
+            self._warmed.add((entry.name, device))
+            for attempt in range(2):
+                est = entry.make(dict(params), device)
+                be.sync()
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(Xw, yw)
+                    _to_numpy(est.predict(Xte_in[: min(1000, Xte.shape[0])]))
+                be.sync()
+                row["warmup_fits_s"].append(time.perf_counter() - t0)
+                row["warmup_fit_s"] = row["warmup_fits_s"][-1]
+                del est
+                if not (first_here and attempt == 0 and s.time_limit is not None
+                        and row["warmup_fit_s"] > s.time_limit):
+                    break
+                self.log(f"{tag} first warm-up took {row['warmup_fit_s']:.1f} s (JIT compilation included); "
+                         "repeating it once")
             if s.time_limit is not None and row["warmup_fit_s"] > s.time_limit:
                 row["time_limited"] = True
                 row["status"] = "time-limit"
