@@ -165,6 +165,7 @@ def test_first_warmup_over_limit_is_repeated(tmp_path, test_solvers):
                      repeat=2, plots=False, reference=False)
     first, second = doc["rows"]
     assert first["status"] == "ok" and not first["time_limited"] and len(first["fit_s"]) == 2
+    assert len(first["fit_cpu_s"]) == 2 and all(c >= 0 for c in first["fit_cpu_s"])
     assert len(first["warmup_fits_s"]) == 2 and first["warmup_fits_s"][0] > 0.2 > first["warmup_fit_s"]
     assert second["status"] == "ok" and len(second["warmup_fits_s"]) == 1
     assert any("repeating it once" in m for m in logs)

@@ -15,6 +15,8 @@ For each (data set, solver, device) the harness
    solvers, primal for linear ones; computed outside the timed region by the entry's ``objective``
    callable), the number of support vectors, the iterations, the warnings raised during fit, peak host
    memory and, on the GPU, peak device memory;
+   the process CPU time of each timed fit is recorded too (``fit_cpu_s``: all threads of this process,
+   so on a machine shared with other jobs it shows how much of the wall time was this fit's work);
 5. computes each row's speed-up against the scikit-learn reference of its family on the same data set
    (``SVC`` for kernel solvers, ``LinearSVC`` for linear ones), measured in the same run.
 
@@ -397,7 +399,7 @@ class Harness:
             exact=bool(entry.exact), status="ok", error=None, params=params,
             n_train=int(data.X_train.shape[0]), n_test=int(data.X_test.shape[0]),
             inputs="device" if (device == "gpu" and s.device_inputs) else "host",
-            warmup_n=None, warmup_fit_s=None, warmup_fits_s=[], fit_s=[], predict_s=[], fit_min_s=None, fit_median_s=None,
+            warmup_n=None, warmup_fit_s=None, warmup_fits_s=[], fit_s=[], fit_cpu_s=[], predict_s=[], fit_min_s=None, fit_median_s=None,
             predict_min_s=None, predict_median_s=None, time_limited=False, accuracy=None,
             objective=None, objective_kind="dual" if entry.family == "kernel" else "primal",
             objective_error=None, reference_objective=None, objective_rel_diff=None,
@@ -475,10 +477,11 @@ class Harness:
                     with warnings.catch_warnings(record=True) as wlist:
                         warnings.simplefilter("always")
                         be.sync()
-                        t0 = time.perf_counter()
+                        t0, c0 = time.perf_counter(), time.process_time()
                         est.fit(Xtr_in, ytr_in)
                         be.sync()
                         t_fit = time.perf_counter() - t0
+                        c_fit = time.process_time() - c0
                 for w in wlist:
                     msg = f"{w.category.__name__}: {w.message}"
                     if msg not in caught:
@@ -498,6 +501,7 @@ class Harness:
                 be.sync()
                 t_pred = time.perf_counter() - t0
                 row["fit_s"].append(t_fit)
+                row["fit_cpu_s"].append(c_fit)
                 row["predict_s"].append(t_pred)
                 self.log(f"{tag} fit {r + 1}/{s.repeat}: {t_fit:.3f} s, predict {t_pred:.3f} s")
                 if r + 1 < s.repeat:
