@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
+from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
 from ._solvers.bsgd import bsgd
 from ._validation import check_options, check_scalar, check_X, check_y, to_input_library, to_numpy
@@ -135,6 +136,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         check_options(self.merge, "merge", name, ("cascade", "gradient"))
         check_scalar(self.epochs, "epochs", name, kind="int", low=1)
 
+    @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "
+                         "device whole)")
     def fit(self, X, y):
         """Train on ``X``, ``y``.
 

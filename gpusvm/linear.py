@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
+from ._backend.base import device_memory_guard
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
                           to_input_library, to_numpy)
@@ -112,6 +113,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "
                              f"Got {cw!r} instead.")
 
+    @device_memory_guard("LinearSVC.fit", hint="pass float32 X, or CSR X for sparse data (X is copied to "
+                         "the device whole)")
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 

@@ -205,7 +205,8 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
-                         "pass float32 X")
+                         "pass float32 X, or use BudgetSVC / DCSVC, whose memory does not grow with the "
+                         "square of the number of training points")
     def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-one SVC.
 

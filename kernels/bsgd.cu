@@ -56,7 +56,8 @@ template <typename T> __device__ int bsgd_block_argmin(T v, int i, T* redv, int*
 // X: n x d (C order); order: sample of each of the n_steps steps; steps t0+1 .. t0+n_steps.
 // sv: (budget+1) x d, alpha: budget+1, state[0]: number of SVs in/out; work_deg, work_h: budget+1.
 // stats (+=): violations, merges, clock cycles in maintenance, clock cycles in total.
-// Dynamic shared memory: x, z, zacc (3 d values of T), w (n_merge values of T), partners (n_merge ints).
+// Dynamic shared memory: x, z (2 d values of T), w (n_merge values of T), partners (n_merge ints);
+// the host sizes it as (2 d + n_merge) sizeof(T) + n_merge sizeof(int).
 template <typename T>
 // (256 threads: launchable at any register count, 255 x 256 < 64K registers, so no __launch_bounds__)
 __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, const long long* __restrict__ order,
@@ -66,8 +67,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
     extern __shared__ __align__(16) unsigned char bsgd_smem[];
     T* xs = reinterpret_cast<T*>(bsgd_smem);
     T* z = xs + d;
-    T* zacc = z + d;
-    T* w = zacc + d;
+    T* w = z + d;
     int* partners = reinterpret_cast<int*>(w + n_merge);
     __shared__ T red[32];
     __shared__ T redv[32];

@@ -189,18 +189,26 @@ def test_string_labels_come_back_as_numpy_from_every_estimator():
         assert isinstance(pred, np.ndarray) and set(pred.tolist()) <= {"zero", "one"}, type(est).__name__
 
 
-def test_fit_turns_device_oom_into_a_clear_memory_error(monkeypatch):
-    """A CuPy out-of-memory error inside fit surfaces as a MemoryError that names SVC.fit and the fix."""
+@pytest.mark.parametrize("module, name, hint", [
+    ("gpusvm.svc", "SVC", "lower cache_size"),
+    ("gpusvm.linear", "LinearSVC", "pass float32 X"),
+    ("gpusvm.budget", "BudgetSVC", "lower the budget"),
+])
+def test_fit_turns_device_oom_into_a_clear_memory_error(monkeypatch, module, name, hint):
+    """A CuPy out-of-memory error inside fit surfaces as a MemoryError that names the fit and the fix."""
+    import importlib
     import inspect
 
-    import gpusvm.svc as svc_mod
-
+    mod = importlib.import_module(module)
     oom = type("OutOfMemoryError", (Exception,), {"__module__": "cupy.cuda.memory"})
 
     def boom(*args, **kwargs):
         raise oom("Out of memory allocating 4,000,000,000 bytes")
 
-    monkeypatch.setattr(svc_mod, "get_backend", boom)
-    with pytest.raises(MemoryError, match=r"SVC\.fit ran out of GPU memory.*lower cache_size"):
-        svc_mod.SVC().fit(np.zeros((4, 2)), [0, 1, 0, 1])
-    assert "sample_weight" in inspect.signature(svc_mod.SVC.fit).parameters  # sklearn's has_fit_parameter
+    monkeypatch.setattr(mod, "get_backend", boom)
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(MemoryError, match=rf"{name}\.fit ran out of GPU memory.*{hint}.*device='cpu'"):
+        getattr(mod, name)().fit(X, [0, 1, 0, 1])
+    # the decorator keeps fit's signature (sklearn's has_fit_parameter reads it)
+    params = list(inspect.signature(getattr(mod, name).fit).parameters)
+    assert params[:3] == ["self", "X", "y"] and ("sample_weight" in params) == (name != "BudgetSVC")

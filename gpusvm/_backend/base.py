@@ -100,9 +100,7 @@ def device_memory_guard(what: str, hint: str = "", be=None):
         if (be is not None and not be.is_gpu) or not is_device_oom(exc):
             raise
         name, dev_id, where = _device_facts(be)
-        advice = (hint + "; " if hint else "") + (
-            "or fit on device='cpu', or use BudgetSVC / DCSVC, whose memory does not grow with the "
-            "square of the number of training points")
+        advice = (hint + "; " if hint else "") + "or fit on device='cpu'"
         raise MemoryError(f"{what} ran out of GPU memory on {name} (device {dev_id}; {where}): {exc}. "
                           f"To fit, {advice}.") from exc
 

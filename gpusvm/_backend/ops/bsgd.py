@@ -446,8 +446,14 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         state = cp.asarray([int(n_sv)], dtype=cp.int32)
         stats = cp.zeros(4, dtype=cp.uint64)
         threads = 256
-        # shared memory: x (d), z (d), zprev (d), w (n_merge) doubles
-        shmem = (3 * d + n_merge) * 8
+        # dynamic shared memory: x and z (d doubles each), w (n_merge doubles), partners (n_merge ints)
+        shmem = (2 * d + n_merge) * 8 + n_merge * 4
+        limit = cp.cuda.Device(be.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
+        if shmem > limit:
+            raise ValueError(
+                f"BudgetSVC on the GPU keeps the sample and the merged point in shared memory: "
+                f"{d} features need {shmem} bytes, more than this device's {limit} bytes per block. "
+                "Use device='cpu' for data with this many features.")
         fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
         if shmem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shmem

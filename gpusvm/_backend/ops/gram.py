@@ -185,6 +185,11 @@ def _transform_gpu(be, prod, dst, xn, yn, spec):
     if nrows == 0 or ncols == 0:
         return
     fn = get_kernel("gram.cu", f"gram_transform<{ctype(prod.dtype)}>", be.device_id)
+    # the kernel indexes the norm vectors as dense arrays of the tile's type: a caller's strided or
+    # differently typed norms (a view of a larger array) would be read wrongly through the raw pointer
+    if xn is not None:
+        xn = cp.ascontiguousarray(xn, dtype=prod.dtype)
+        yn = cp.ascontiguousarray(yn, dtype=prod.dtype)
     dummy = prod  # never read unless rbf
     n = nrows * ncols
     threads = 256

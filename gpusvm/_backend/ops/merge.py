@@ -264,5 +264,5 @@ def merge_partners_gpu(be, degradation, k):
 
     with be.device:
         deg = cp.asarray(degradation)
-        idx = cp.argsort(deg, kind="stable")[: int(k)]
+        idx = cp.argsort(deg)[: int(k)]  # always stable in CuPy; older CuPy rejects kind=
         return idx[cp.isfinite(deg[idx])]
