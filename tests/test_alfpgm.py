@@ -378,6 +378,30 @@ def test_max_iter_stops_unconverged(small_problem):
     assert np.all(alpha >= 0) and abs(alpha @ y) < 1e-12
 
 
+def test_cache_budget_comes_from_effective_cache_bytes(small_problem, monkeypatch):
+    # the solver asks the batched SMO's budget rule for the 2 p rows of a working set and uses its
+    # answer: a budget of 0 recomputes every row; the same solve given room by the rule (as a GPU with
+    # free memory would) serves rows from the cache and reaches the same optimum (float32 rows computed
+    # in blocks of other shapes round differently, so the iterates are not bit-identical)
+    import gpusvm._solvers.alfpgm as mod
+
+    X, y = small_problem
+    r0, a0 = _solve(CPU, X, y, 10.0, 0.4, n_pairs=8, cache_bytes=0)
+    calls = []
+
+    def spy(be, n, q, itemsize, cache_bytes):
+        calls.append((n, q, itemsize, cache_bytes))
+        return n * n * itemsize
+
+    monkeypatch.setattr(mod, "effective_cache_bytes", spy)
+    r1, a1 = _solve(CPU, X, y, 10.0, 0.4, n_pairs=8, cache_bytes=0)
+    assert calls == [(300, 16, 4, 0)]  # float32 Gram rows by default
+    assert r0.info["cache_hits"] == 0 and r1.info["cache_hits"] > 0
+    assert r1.info["cache_misses"] < r0.info["cache_misses"]
+    assert r0.converged and r1.converged
+    assert abs(r1.objective - r0.objective) <= 1e-6 * abs(r0.objective)
+
+
 def test_subproblem_limits_do_not_warn_and_are_counted(small_problem):
     # FPGM loops capped at one step: the SMO polish and the global KKT stop still make the solve exact,
     # so no ConvergenceWarning; the caps are counted in info

@@ -113,6 +113,7 @@ import time
 
 from . import BinaryResult, register_binary_solver
 from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
+from .smo_batched import effective_cache_bytes
 
 __all__ = ["solve_alfpgm", "DEFAULT_N_PAIRS", "OPTIONS"]
 
@@ -242,7 +243,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     max_iter : int or None
         Maximal number of decompositions (working sets); None or negative: no limit.
     cache_bytes : int
-        Budget of the Gram-row cache.
+        Budget of the Gram-row cache. On the GPU it is raised to hold the ``2 p`` rows of one working
+        set when the device has room (``effective_cache_bytes`` of the batched SMO); the CPU keeps it.
     alpha0 : array of shape (n,), optional
         Feasible warm start.
     x_sqnorm : array of shape (n,), optional
@@ -341,6 +343,9 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     else:
         alpha = xp.array(alpha0, dtype=f64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
+    # as the batched SMO: on the GPU the budget is raised (when the device has room) to hold the 2 p rows
+    # of one working set, else every decomposition would recompute rows it needs at once
+    cache_bytes = effective_cache_bytes(be, n, 2 * p, xp.dtype(gdt).itemsize, cache_bytes)
     cache = _RowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     count = xp.zeros(n, dtype=xp.int32)  # working sets each variable has been in (since the last reset)

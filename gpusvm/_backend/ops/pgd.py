@@ -329,6 +329,9 @@ def _numba_impl():
 
 
 def _threads_for(nb):
+    """Threads of the one-block launch: the power of two >= max(nb, 32); at most 1,024 (MAX_NB), the
+    kernel's ``__launch_bounds__``, which a larger launch would exceed."""
+    _check_nb(nb)
     t = 32
     while t < nb:
         t *= 2
