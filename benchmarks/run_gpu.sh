@@ -17,6 +17,14 @@
 #   BENCH_ARGS  extra arguments for gpusvm bench (e.g. "--max-train 50000 --repeat 3")
 #   OUT         parent folder of the results (default: benchmarks/results); a device runner that
 #               collects files from $OUT gets them back from there
+#   TARBALL     also pack the result folder into this .tar.gz (a runner that returns only a few
+#               files gets one archive)
+#
+# With the `device` tool (the data folder beside the checkout does not travel; `.devdata/` is ignored):
+#   here:   mkdir -p .devdata && cp ../shared/data/*.xz .devdata/
+#   device: carry [".devdata"], command (each call <= 10 min; split STEPS / DATASETS over calls):
+#           STEPS="nvcc tests micro" OUT=/tmp/r TARBALL=$OUT/gpu1.tgz bash benchmarks/run_gpu.sh .devdata
+#           STEPS=paper DATASETS=a9a,ijcnn1 OUT=/tmp/r TARBALL=$OUT/gpu2.tgz bash benchmarks/run_gpu.sh .devdata
 #
 # Results land in $OUT/$NAME: gpu_tests.txt, micro_<device>.json/.txt and the bench outputs
 # (bench_paper[-subset]_cpu-gpu.{json,md,txt,png}). Copy them to benchmarks/results/ and commit.
@@ -62,4 +70,7 @@ for step in $STEPS; do
         echo "unknown step $step (nvcc, tests, micro, paper)" >&2; status=2 ;;
     esac
 done
+if [ -n "${TARBALL:-}" ]; then
+    tar -czf "$TARBALL" -C "$(dirname "$DEST")" "$(basename "$DEST")" && echo "packed $DEST -> $TARBALL" >&2
+fi
 exit $status
