@@ -61,7 +61,8 @@ def main():
     ap.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1"])
     ap.add_argument("--pairs", nargs="+", type=int, default=list(PAIRS))
     ap.add_argument("--append", action="store_true",
-                    help="keep the rows of other data sets already in the results file (runs done separately)")
+                    help="keep the rows already in the results file except those of the (data set, p) points "
+                         "run now (runs done separately)")
     ap.add_argument("--md-only", action="store_true", help="rewrite the Markdown from the JSON and exit")
     args = ap.parse_args()
     if args.md_only:
@@ -83,8 +84,11 @@ def main():
         stem = res_dir / f"alfpgm_sweep_n{args.n}_{args.device}"
     if args.append and stem.with_suffix(".json").exists():
         old = json.loads(stem.with_suffix(".json").read_text())
-        out["results"] = [r for r in old["results"] if r["dataset"] not in args.datasets]
+        rerun = {(d, p) for d in args.datasets for p in args.pairs}
+        out["results"] = [r for r in old["results"] if (r["dataset"], r["p"]) not in rerun]
         out["runs"] = old.get("runs", 1) + 1
+        if old.get("notes"):
+            out["notes"] = old["notes"]
     for name in args.datasets:
         X, y, C, gamma = load(name, args.n)
         fit(be, X[:500], y[:500], C, gamma, 8)  # warm-up: compilation outside the timing
@@ -107,29 +111,40 @@ def main():
 def write_md(out, path):
     lines = [f"# ALFPGM: sweep of the number of pairs p ({out['device']}: {out['device_name']}, "
              f"{out['machine']['cpu_count']} CPUs)", "",
-             f"Rows: {out['n_rows']} per data set (stratified subset, seed 0), tol 1e-3, float32 Gram rows, "
+             ("Rows: the whole LIBSVM training file of each data set" if out["n_rows"] == "full" else
+              f"Rows: {out['n_rows']} per data set (stratified subset, seed 0)") + ", tol 1e-3, float32 Gram rows, "
              "1 GiB cache. One timed fit per point after a warm-up. " + out["note"] + ".", "",
              "| data set | n | p | fit time (s) | process CPU (s) | decompositions | FPGM steps | outer iters | "
              "SMO polish steps | fallbacks | limiter resets | dual objective | converged |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in out["results"]:
+    order = list(dict.fromkeys(r["dataset"] for r in out["results"]))
+    for r in sorted(out["results"], key=lambda r: (order.index(r["dataset"]), r["p"])):
         lines.append(f"| {r['dataset']} | {r['n']} | {r['p']} | {r['time_s']:.2f} | {r['process_cpu_s']:.2f} | "
                      f"{r['decompositions']} | {r['fpgm_steps']} | {r['outer_iters']} | {r['polish_steps']} | "
                      f"{r['fallbacks']} | {r['limiter_resets']} | {r['objective']:.6f} | {r['converged']} |")
     lines.append("")
+    ratios = [r["time_s"] / r["process_cpu_s"] for r in out["results"] if r.get("process_cpu_s")]
+    if ratios:
+        lines.append(f"Wall time / process CPU time ranged {min(ratios):.1f}-{max(ratios):.1f} over the fits: other "
+                     "jobs held the cores, so compare the process CPU times (the solver is single-threaded "
+                     "apart from BLAS calls).")
+        lines.append("")
     if out.get("runs", 1) > 1:
-        lines.append("The data sets were run in separate invocations (``--append``), one after the other.")
+        lines.append("The points were run in separate invocations (``--append``), one after the other.")
     for name in dict.fromkeys(r["dataset"] for r in out["results"]):
         missing = [p for p in PAIRS if p not in {r["p"] for r in out["results"] if r["dataset"] == name}]
         if missing:
             lines.append(f"- {name}: NOT measured for p = {missing} (the run was stopped: too slow on the shared "
                          "machine in the time available).")
         rows = [r for r in out["results"] if r["dataset"] == name]
-        best = min(rows, key=lambda r: r["time_s"])
+        key = "process_cpu_s" if all(r.get("process_cpu_s") for r in rows) else "time_s"
+        best = min(rows, key=lambda r: r[key])
         objs = [r["objective"] for r in rows]
-        lines.append(f"- {name}: fastest p = {best['p']} ({best['time_s']:.2f} s); slowest/fastest time ratio "
-                     f"{max(r['time_s'] for r in rows) / best['time_s']:.2f}; objective spread over p "
+        lines.append(f"- {name}: fastest p = {best['p']} ({best[key]:.2f} s {key}); slowest/fastest ratio "
+                     f"{max(r[key] for r in rows) / best[key]:.2f}; objective spread over p "
                      f"{(max(objs) - min(objs)) / abs(objs[0]):.2e} (relative).")
+    if out.get("notes"):  # written by hand into the JSON, kept when the Markdown is rewritten
+        lines += ["", "## Notes", "", *out["notes"]]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -121,7 +121,7 @@ OPTIONS = ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_al
 
 #: Default number of pairs ``p`` (``n_pairs=None``), chosen from the sweep in
 #: benchmarks/results/alfpgm_sweep_cpu.md: the p with the lowest geometric mean, over a9a and ijcnn1
-#: (8,000-row subsets, CPU), of the fit time relative to the fastest p of that data set (see
+#: (full size, CPU), of the process CPU time relative to the fastest p of that data set (see
 #: :func:`solve_alfpgm`).
 DEFAULT_N_PAIRS = 200
 MAX_PAIRS = 512  # 2 p <= 1024 variables: one CUDA thread block solves the subproblem
@@ -255,15 +255,15 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         The method is deterministic.
     n_pairs : int, optional
         ``p``, the number of pairs per working set (1 to 512). None: :data:`DEFAULT_N_PAIRS` (200), set
-        from the sweep over p in {8, 16, 32, 64, 100, 200} on 8,000-row subsets of a9a and ijcnn1
-        (benchmarks/results/alfpgm_sweep_cpu.md, one CPU run on a shared machine): p = 200 was fastest
-        on a9a (14.9 s vs 16.6 s for p = 100 and 25.7 to 34.5 s for p <= 64) and within 1.13x of the
-        fastest (p = 32) on ijcnn1, where all p were within 1.4x; it had the lowest geometric mean of
-        the time relative to each data set's fastest p. The number of decompositions falls steadily
-        with p on both (a9a: 4,210 at p = 8, 94 at p = 200). Below 6,400 rows the default is
-        ``max(8, n // 32)`` instead (one observation: 2,000 rows of a9a took ~25 s at p = 200 and ~1 s
-        at p = 64). The paper found 50 to 100 best; this has not been re-measured on the GPU or at
-        full size.
+        from the full-size sweep over p in {8, 16, 32, 64, 100, 200} on a9a and ijcnn1
+        (benchmarks/results/alfpgm_sweep_cpu.md, process CPU time, CPU, shared 2-core machine): p = 200
+        was the fastest on a9a (54.4 s; 58.0-81.4 s for the other p) and 1.13x the fastest on ijcnn1
+        (11.1 s; p = 100 9.8 s), the lowest geometric mean of the time relative to each data set's
+        fastest p (1.06; p = 100 1.15, p = 64 1.16). Repeats of one point differed by up to ~1.5x there,
+        so p = 64-200 are a tie on that machine; only p <= 16 is clearly slower (ijcnn1: 2.0-3.0x). The
+        number of decompositions falls roughly as 1/p (a9a: 21,253 at p = 8, 714 at p = 200). Below
+        6,400 rows the default is ``max(8, n // 32)`` instead (one observation: 2,000 rows of a9a took
+        ~25 s at p = 200 and ~1 s at p = 64). The paper found 50 to 100 best; not yet measured on the GPU.
     mu : float
         Augmented Lagrangian parameter (> 0).
     inner_tol : float, optional
