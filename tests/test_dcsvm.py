@@ -372,20 +372,28 @@ def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top():
+def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top(monkeypatch):
     X, y = load_bundled("breast_cancer")
     ref = SkSVC(C=4.0, gamma=0.2).fit(X, y)
     # of 4 clusters the largest always holds at least a quarter of the points: level 1 is skipped
+    # and the k-means sample shows it already: the level is skipped before all points are assigned
+    import gpusvm._solvers.dcsvm as dcsvm_mod
+
+    assigned = []
+    orig_assign = dcsvm_mod.assign_clusters
+    monkeypatch.setattr(dcsvm_mod, "assign_clusters", lambda *a, **k: assigned.append(1) or orig_assign(*a, **k))
     est = DCSVC(min_cluster_size=0, C=4.0, gamma=0.2, n_levels=1, max_cluster_share=0.25, device="cpu", random_state=0).fit(X, y)
     lv1 = [lv for lv in est.levels_ if lv["level"] == 1]
-    assert len(lv1) == 1 and lv1[0]["skipped"] and lv1[0]["largest_cluster"] > 0.25 * X.shape[0]
+    largest, m = (int(v) for v in lv1[0]["largest_cluster_sample"].split("/"))
+    assert len(lv1) == 1 and lv1[0]["skipped"] and largest > 0.25 * m
+    assert lv1[0]["largest_cluster"] is None and not assigned  # no n x m assignment was paid for
     assert lv1[0]["n_iter"] == 0
     assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3  # still the exact model
     with pytest.raises(ValueError, match=r"Levels \[1\] were not solved"):
         est.predict(X, level=1)
     # solving every level (1.0) and stopping early at a level (never skipped) keep the early models
     full = DCSVC(min_cluster_size=0, C=4.0, gamma=0.2, n_levels=1, max_cluster_share=1.0, device="cpu", random_state=0).fit(X, y)
-    assert not any(lv.get("skipped") for lv in full.levels_)
+    assert not any(lv.get("skipped") for lv in full.levels_) and assigned
     assert full.predict(X, level=1).shape == (X.shape[0],)
     early = DCSVC(C=4.0, gamma=0.2, n_levels=1, early_stop_level=1, max_cluster_share=0.25, device="cpu",
                   random_state=0).fit(X, y)

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KernelClustering", "two_step_kernel_kmeans", "cluster_distances", "assign_clusters"]
+__all__ = ["KernelClustering", "two_step_kernel_kmeans", "kernel_kmeans_sample", "cluster_distances",
+           "assign_clusters"]
 
 # bound on the elements of one (rows x m) Gram block in the assignment step
 _BLOCK_ELEMS = 8 * 2**20
@@ -217,8 +218,30 @@ def _lloyd(be, K, diag, k, rng, max_iter):
 
 def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candidates=None, x_sqnorm=None,
                            max_iter=30):
-    """Two-step kernel k-means of DC-SVM: Lloyd's kernel k-means on a sample, then every row of ``X``
-    joins the cluster whose sample mean is nearest in feature space.
+    """Two-step kernel k-means of DC-SVM: Lloyd's kernel k-means on a sample
+    (:func:`kernel_kmeans_sample`), then every row of ``X`` joins the cluster whose sample mean is
+    nearest in feature space (:func:`assign_clusters`).
+
+    Parameters and the random draws are those of :func:`kernel_kmeans_sample`.
+
+    Returns
+    -------
+    clustering : KernelClustering
+    labels : array of shape (n,) on ``be``, values in [0, n_clusters)
+    """
+    if x_sqnorm is None and spec.kind == "rbf":
+        x_sqnorm = be.row_sqnorms(X, be.xp.float64)
+    clustering = kernel_kmeans_sample(be, X, spec, n_clusters, sample_size, rng, candidates=candidates,
+                                      x_sqnorm=x_sqnorm, max_iter=max_iter)
+    return clustering, assign_clusters(be, clustering, X, x_sqnorm=x_sqnorm)
+
+
+def kernel_kmeans_sample(be, X, spec, n_clusters, sample_size, rng, *, candidates=None, x_sqnorm=None,
+                         max_iter=30):
+    """The first step of two-step kernel k-means: Lloyd's kernel k-means on ``sample_size`` sampled
+    rows of ``X``; no row outside the sample is assigned (its ``m x m`` Gram block is all it computes,
+    against the ``n x m`` block of the assignment). The sample's cluster sizes
+    (``clustering.starts``) let a caller decide whether the assignment is worth doing.
 
     Parameters
     ----------
@@ -242,8 +265,7 @@ def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candida
 
     Returns
     -------
-    clustering : KernelClustering
-    labels : array of shape (n,) on ``be``, values in [0, n_clusters)
+    KernelClustering
     """
     xp = be.xp
     n = int(X.shape[0])
@@ -284,5 +306,4 @@ def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candida
     clustering = KernelClustering(
         spec=spec, sample_X=be.take_rows(Xs, order), sample_sqnorm=None if sqs is None else sqs[order],
         starts=starts, center_sqnorm=csq, sample_index=sample[order], n_iter=n_iter)
-    labels = assign_clusters(be, clustering, X, x_sqnorm=x_sqnorm)
-    return clustering, labels
+    return clustering
