@@ -10,8 +10,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend
+from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
-from ._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
+                          to_input_library, to_numpy)
 
 __all__ = ["DCSVC"]
 
@@ -79,10 +81,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         k >= 2: level l has k**l clusters.
     sample_size : int, default=None
         m, the number of points kernel k-means clusters at each level (the rest are assigned to the
-        nearest mean). At least ``n_clusters_per_level ** n_levels``. None: ``max(1000, 4 * k**l)`` at
+        nearest mean). At least ``n_clusters_per_level ** n_levels``. None: ``max(500, 4 * k**l)`` at
         level l (k**l clusters), clipped to the number of samples: the assignment of all n points costs
         n x m Gram values per level, so levels with few clusters use a smaller sample (with the defaults
-        1,024 points at the 256-cluster level, 1,000 at the others).
+        1,024 points at the 256-cluster level, 500 at the others; 1,000 before, see
+        :mod:`gpusvm._solvers.dcsvm` for the measurement).
     early_stop_level : int, default=None
         None: solve to the top (exact model). An int in [1, n_levels]: stop after that level and
         predict with its local models.
@@ -100,7 +103,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     max_cluster_share : float, default=0.5
         In (0, 1]. When solving to the top (``early_stop_level=None``), a level whose largest cluster
         holds more than this share of the training points (and that has more than two clusters) is
-        clustered but not solved: its largest
+        clustered but not solved (decided from the kernel k-means sample's cluster sizes before the
+        other points are assigned, when the sample already shows it): its largest
         subproblem is most of the whole problem and costs about what the refine/top solve it would
         warm-start costs (ijcnn1, level 1: one cluster of 29k-36k of the 50k points). Such a level is
         recorded in ``levels_`` with ``skipped=True`` and has no early model. 1.0 solves every level.
@@ -251,6 +255,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         return np.random.default_rng(int(rs)), int(rs)
 
     # ------------------------------------------------------------------------------------------
+    @device_memory_guard("DCSVC.fit", hint="lower cache_size (the MB of Gram rows each solve keeps on the "
+                         "device), lower sample_size (kernel k-means holds sample_size x sample_size and "
+                         "row-block x sample_size Gram blocks)")
     def fit(self, X, y, sample_weight=None):
         """Fit the DC-SVM (one binary DC-SVM per pair of classes).
 
@@ -455,14 +462,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
         return be, dec, lib
 
-    @staticmethod
-    def _out(be, x, lib):
-        if lib == "cupy":
-            import cupy as cp
-
-            return cp.asarray(x)
-        return np.asarray(be.to_host(x))
-
     def decision_function(self, X, level=None):
         """Decision values of the final model, or of the local models of a level (early prediction).
 
@@ -484,13 +483,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         be, dec, lib = self._pair_decision(X, level)
         k = len(self.classes_)
         if k == 2:
-            return self._out(be, -dec[:, 0], lib)
+            return to_input_library(-dec[:, 0], lib)
         if self.decision_function_shape == "ovr":
             from sklearn.utils.multiclass import _ovr_decision_function
 
-            d = np.asarray(be.to_host(dec))
-            return self._out(be, _ovr_decision_function(d < 0, -d, k), lib)
-        return self._out(be, dec, lib)
+            d = to_numpy(dec)
+            return to_input_library(_ovr_decision_function(d < 0, -d, k), lib)
+        return to_input_library(dec, lib)
 
     def predict(self, X, level=None):
         """Class labels (one-vs-one vote for more than two classes; ties go to the lower class index).
@@ -505,8 +504,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         array of shape (n_samples,), in the input's array library.
         """
-        be, dec, lib = self._pair_decision(X, level)
-        d = np.asarray(be.to_host(dec))
+        _, dec, lib = self._pair_decision(X, level)
+        d = to_numpy(dec)
         k = len(self.classes_)
         votes = np.zeros((d.shape[0], k), dtype=np.int64)
         p = 0
@@ -517,20 +516,14 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 votes[:, b] += ~pos
                 p += 1
         pred = self.classes_[np.argmax(votes, axis=1)]
-        return self._out(be, pred, lib)
+        return to_input_library(pred, lib)
 
     def score(self, X, y, sample_weight=None, level=None):
         """Mean accuracy on (X, y) of the fitted model or of a level's early prediction."""
         from sklearn.metrics import accuracy_score
 
-        pred = self.predict(X, level=level)
-        if array_library(pred) == "cupy":
-            pred = pred.get()
-        if array_library(y) == "cupy":
-            y = y.get()
-        if array_library(sample_weight) == "cupy":
-            sample_weight = sample_weight.get()
-        return accuracy_score(y, pred, sample_weight=sample_weight)
+        sw = None if sample_weight is None else to_numpy(sample_weight)
+        return accuracy_score(to_numpy(y), to_numpy(self.predict(X, level=level)), sample_weight=sw)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
