@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpusvm.bench.harness import _git_commit  # noqa: E402
 from gpusvm import get_backend  # noqa: E402
 from gpusvm._solvers import binary_solvers  # noqa: E402
 from gpusvm._solvers.alfpgm import DEFAULT_N_PAIRS  # noqa: E402
@@ -88,6 +89,7 @@ def main():
         write_md(json.loads(stem.with_suffix(".json").read_text()), stem.with_suffix(".md"))
         return
     be = get_backend(args.device)
+    git = _git_commit()  # per row: --append mixes runs made from different commits
     solvers = ["alfpgm"] + (["smo"] if "smo" in binary_solvers() else [])
     out = {
         "benchmark": "alfpgm_compare", "device": args.device, "device_name": be.device_name,
@@ -112,7 +114,7 @@ def main():
             out["notes"] = old["notes"]
     for name in args.datasets:
         X, y, C, gamma = load(name, args.n)
-        row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma}
+        row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma, "git": git}
         t_sk, c_sk, sk = timed_fit(lambda: SkSVC(C=C, gamma=gamma, cache_size=200), X, y, "cpu")
         obj_sk = sklearn_svc_objective(sk, X, y)
         row["sklearn"] = {"time_s": t_sk, "process_cpu_s": c_sk, "objective": obj_sk,

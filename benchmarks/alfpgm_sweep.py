@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpusvm.bench.harness import _git_commit  # noqa: E402
 from gpusvm import GramSpec, get_backend  # noqa: E402
 from gpusvm.datasets import find_data_dir, load_svmlight  # noqa: E402
 from gpusvm._solvers.alfpgm import solve_alfpgm  # noqa: E402
@@ -71,6 +72,7 @@ def main():
         write_md(json.loads(stem.with_suffix(".json").read_text()), stem.with_suffix(".md"))
         return
     be = get_backend(args.device)
+    git = _git_commit()  # per row: --append mixes runs made from different commits
     out = {
         "benchmark": "alfpgm_sweep", "device": args.device, "device_name": be.device_name,
         "machine": {"processor": platform.processor(), "machine": platform.machine(), "cpu_count": os.cpu_count()},
@@ -94,7 +96,7 @@ def main():
         fit(be, X[:500], y[:500], C, gamma, 8)  # warm-up: compilation outside the timing
         for p in args.pairs:
             t, cpu, r = fit(be, X, y, C, gamma, p)
-            row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma, "p": p, "time_s": t,
+            row = {"dataset": name, "n": int(X.shape[0]), "C": C, "gamma": gamma, "p": p, "git": git, "time_s": t,
                    "process_cpu_s": cpu, "fallbacks": r.info["fallbacks"], "fills": r.info["fills"],
                    "polish_steps": r.info["polish_steps"],
                    "decompositions": r.n_iter, "fpgm_steps": r.info["inner_iters"],
