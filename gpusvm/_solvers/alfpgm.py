@@ -93,8 +93,10 @@ float32 (exact: ``y_s y_t = +-1``); Gram rows come from the shared :class:`GramR
 copies (``resident``). Tried without a clear gain (within the noise of the shared machine): a looser
 FPGM tolerance (``0.3 gap``) with the SMO polish finishing, an FPGM cap of 200 steps, and restricting
 the ``j`` candidates (``min_alpha_check`` 500 or 2,000). The FPGM matrix-vector products are the
-irreducible part on the CPU (~500 steps of an ``nb x nb`` product per round on a9a); our pairwise SMO
-remains several times faster there (benchmarks/results/alfpgm_compare_cpu.md).
+irreducible part on the CPU (~500 steps of an ``nb x nb`` product per round on a9a). At full size on
+the CPU (benchmarks/results/alfpgm_compare_cpu.md, process CPU time) ALFPGM matched LIBSVM's objective
+to <= 2e-7 relative on a9a, ijcnn1, w8a and phishing but took 0.96-1.7x sklearn's CPU time and
+8.9-12.9x our pairwise SMO's.
 
 On the GPU (not yet run: no device was available when this was written) the FPGM loops, the SMO
 polish, the pWSS pairing and the gradient update are single kernels (one thread block for the
