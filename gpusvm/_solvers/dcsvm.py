@@ -65,7 +65,24 @@ the warm start removes more top-level work than the levels below cost. Hence:
 * how much the warm start saves depends on the data: it is large when the gram is local relative to
   the clusters (ijcnn1, gamma = 2: 22k top-level SMO steps vs 31k cold) and small when it is wide
   (a9a, gamma = 0.008: cross-cluster terms matter; 55k vs 64k steps) or when many new support
-  vectors appear at the top (skin_nonskin: 11k vs 14k steps).
+  vectors appear at the top (skin_nonskin: 11k vs 14k steps). On a 60k skin_nonskin subset
+  (process CPU seconds, one run each, the top solve timed alone from the recorded warm start): the
+  warm start held 4.0k nonzero alphas against 6.4k final support vectors and its KKT gap was 2.45
+  (a cold start's is 2), so the top still took 18.1k SMO steps and 1.90G Gram values against 22.3k
+  steps and 2.06G cold (14.4 vs 16.6 s); the row cache holds 873 rows of 60k points, and nearly
+  every step misses it in both;
+* the top's warm-start gradient cannot reuse the levels' per-cluster gradients to any useful
+  extent: only the within-cluster terms are known (a 1/k^l share of the n_sv x n values when the
+  clusters are balanced), and the refine solve changes alpha on every support vector. It is 118M of
+  the 288M Gram values of the ijcnn1 top (warm start of 2,353 nonzero alphas);
+* tried and dropped: the top as a sequence of restricted solves on an active set (the nonzero
+  alphas plus the points violating their KKT interval, the gradient over all n points kept up to
+  date with Gram blocks of the changed alphas, stopped by the exact solver's KKT gap over all n).
+  Short rows fit the cache, but the restricted solves took as many SMO steps as the whole problem
+  and every round paid a |changed| x n gradient update: ijcnn1 top 3.8-5.3 s against 3.2 s for the
+  one warm-started solve (cold 3.9 s); skin_nonskin 60k 21.7-23.7 s against 14.4 s (round 1 took
+  56k of the 60k points as violators; capping the additions at |S| per round needed 7 rounds and
+  40k steps).
 
 Bias
 ----
