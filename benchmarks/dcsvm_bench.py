@@ -198,6 +198,17 @@ def run(name, data_dir, device, max_train, skin_train, with_sklearn, configs, co
     return result(complete=True)
 
 
+def _skip_text(level):
+    """Why a level was skipped, for the levels table ('' when it was solved)."""
+    if not level.get("skipped"):
+        return ""
+    if level.get("skip_reason") == "small":
+        return " (skipped: clusters below min_cluster_size on average)"
+    if level.get("largest_cluster") is not None:
+        return f" (skipped: largest cluster {level['largest_cluster']} points)"
+    return f" (skipped: largest cluster {level.get('largest_cluster_sample')} of its k-means sample)"
+
+
 def _markdown(doc):
     out = [f"# DC-SVM benchmark ({doc['device']})", "",
            f"Machine: {doc['machine']}. {doc['note']}", "",
@@ -236,8 +247,7 @@ def _markdown(doc):
                 dec = (d.get("solver_info") or {}).get("decomposition")
                 if d["level"] in (0, "refine"):
                     dec = dec or "batched"
-                it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "") + (
-                    f" (skipped: largest cluster {d.get('largest_cluster')})" if d.get("skipped") else "")
+                it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "") + _skip_text(d)
                 out.append(f"| {d['level']} | {d['n_clusters']} | {d['time_s']:.2f} | {f2('cpu_s')} | "
                            f"{f2('time_cluster_s')} | {f2('time_solve_s')} | {d['n_sv']} | {it} | "
                            f"{'-' if ta is None else f'{100 * ta:.2f}%'} |")
