@@ -232,56 +232,6 @@ __global__ void __launch_bounds__(1024) alfpgm_subproblem(const T* __restrict__ 
     }
 }
 
-template <typename T>
-__global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* used, long long* out) {
-    __shared__ double red_v[32];
-    __shared__ long long red_i[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    for (int k = 0; k < p; ++k) {
-        double bv = INFINITY;
-        long long bi = -1;
-        for (long long c = threadIdx.x; c < m; c += blockDim.x) {
-            double v = used[c] ? INFINITY : (double)S[(long long)k * m + c];
-            if (v < bv) {  // columns visited in increasing order: the first minimum is kept
-                bv = v;
-                bi = c;
-            }
-        }
-        for (int off = 16; off > 0; off >>= 1) {
-            double v2 = __shfl_down_sync(0xffffffffu, bv, off);
-            long long i2 = __shfl_down_sync(0xffffffffu, bi, off);
-            if (v2 < bv || (v2 == bv && i2 >= 0 && (bi < 0 || i2 < bi))) {
-                bv = v2;
-                bi = i2;
-            }
-        }
-        if (lane == 0) {
-            red_v[warp] = bv;
-            red_i[warp] = bi;
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            double v = red_v[0];
-            long long i = red_i[0];
-            for (int wi = 1; wi < nwarps; ++wi) {
-                double v2 = red_v[wi];
-                long long i2 = red_i[wi];
-                if (v2 < v || (v2 == v && i2 >= 0 && (i < 0 || i2 < i))) {
-                    v = v2;
-                    i = i2;
-                }
-            }
-            if (v < INFINITY && i >= 0) {
-                out[k] = i;
-                used[i] = 1;
-            } else {
-                out[k] = -1;
-            }
-        }
-        __syncthreads();  // used[] written by thread 0 is visible to the block after the barrier
-    }
-}
-
 // Block-wide argmin of (v, i) pairs: the smallest v, ties to the smallest i >= 0. Result valid in thread 0.
 __device__ __forceinline__ void pgd_block_argmin(double& bv, long long& bi, double* red_v, long long* red_i) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
@@ -307,6 +257,33 @@ __device__ __forceinline__ void pgd_block_argmin(double& bv, long long& bi, doub
                 bi = i2;
             }
         }
+    }
+}
+
+template <typename T>
+__global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* used, long long* out) {
+    __shared__ double red_v[32];
+    __shared__ long long red_i[32];
+    for (int k = 0; k < p; ++k) {
+        double bv = INFINITY;
+        long long bi = -1;
+        for (long long c = threadIdx.x; c < m; c += blockDim.x) {
+            double v = used[c] ? INFINITY : (double)S[(long long)k * m + c];
+            if (v < bv) {  // columns visited in increasing order: the first minimum is kept
+                bv = v;
+                bi = c;
+            }
+        }
+        pgd_block_argmin(bv, bi, red_v, red_i);
+        if (threadIdx.x == 0) {
+            if (bv < INFINITY && bi >= 0) {
+                out[k] = bi;
+                used[bi] = 1;
+            } else {
+                out[k] = -1;
+            }
+        }
+        __syncthreads();  // used[] written by thread 0 is visible to the block after the barrier
     }
 }
 
