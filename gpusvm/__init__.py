@@ -7,6 +7,9 @@ Estimators (scikit-learn compatible):
 * :class:`BudgetSVC`: budgeted SGD kernel SVM with multi-merge budget maintenance;
 * :class:`DCSVC`: divide-and-conquer kernel SVM.
 
+:func:`save_libsvm_model` / :func:`load_libsvm_model` write and read LIBSVM model files; the
+``gpusvm train`` / ``gpusvm predict`` commands take LIBSVM's svm-train / svm-predict options.
+
 Importing gpusvm never imports CuPy, and the estimators are imported lazily on first access.
 """
 
@@ -22,6 +25,8 @@ _LAZY = {
     "LinearSVC": "gpusvm.linear",
     "BudgetSVC": "gpusvm.budget",
     "DCSVC": "gpusvm.dcsvm",
+    "save_libsvm_model": "gpusvm.libsvm_io",
+    "load_libsvm_model": "gpusvm.libsvm_io",
 }
 
 __all__ = ["GramSpec", "get_backend", "gpu_status", "__version__", *_LAZY]

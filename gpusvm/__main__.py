@@ -9,6 +9,9 @@ report
     Merge the JSON files of several bench runs into one set of outputs.
 info
     Versions, the GPU status, the registered benchmark solvers and the fused ops.
+train, predict
+    LIBSVM's ``svm-train`` and ``svm-predict``: the same options and file formats (C-SVC), trained by
+    gpusvm on the CPU or the GPU (``gpusvm train --help``).
 """
 
 from __future__ import annotations
@@ -74,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
     sub.add_parser("info", help="versions, GPU status, registered solvers and fused ops")
+    # parsed by _cli_libsvm with LIBSVM's own option rules (-w-1 2, -h 0); listed here for --help
+    sub.add_parser("train", add_help=False, help="LIBSVM svm-train: train a C-SVC, write a LIBSVM model file")
+    sub.add_parser("predict", add_help=False, help="LIBSVM svm-predict: predict with a LIBSVM model file")
     return p
 
 
@@ -133,6 +139,11 @@ def _info() -> int:
 
 def main(argv=None) -> int:
     """Entry point of the ``gpusvm`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("train", "predict"):
+        from . import _cli_libsvm
+
+        return (_cli_libsvm.train_main if argv[0] == "train" else _cli_libsvm.predict_main)(argv[1:])
     p = _parser()
     args = p.parse_args(argv)
     if args.version:

@@ -1,0 +1,249 @@
+"""``gpusvm train`` and ``gpusvm predict``: LIBSVM's ``svm-train`` / ``svm-predict`` command lines.
+
+Same options, same file formats (LIBSVM data files in, LIBSVM model files out and back), so a script
+written for LIBSVM runs by putting ``gpusvm`` before the command; ``--device`` and ``--solver`` choose
+where and how gpusvm trains. Only what gpusvm implements is accepted: C-SVC (``-s 0``), the kernels
+``-t 0..3``, no probability estimates (``-b 1``); anything else is an error that names the option.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TRAIN_USAGE = """\
+Usage: gpusvm train [options] training_set_file [model_file]
+options (as LIBSVM's svm-train; C-SVC only):
+-s svm_type : 0 -- C-SVC (the only type gpusvm trains)
+-t kernel_type : set type of kernel function (default 2)
+	0 -- linear: u'*v
+	1 -- polynomial: (gamma*u'*v + coef0)^degree
+	2 -- radial basis function: exp(-gamma*|u-v|^2)
+	3 -- sigmoid: tanh(gamma*u'*v + coef0)
+-d degree : set degree in kernel function (default 3)
+-g gamma : set gamma in kernel function (default 1/num_features)
+-r coef0 : set coef0 in kernel function (default 0)
+-c cost : set the parameter C of C-SVC (default 1)
+-m cachesize : set cache memory size in MB (default 100)
+-e epsilon : set tolerance of termination criterion (default 0.001)
+-h shrinking : whether to use the shrinking heuristics, 0 or 1 (default 1; gpusvm's SMO always shrinks)
+-b probability_estimates : 0 only (gpusvm has no probability estimates)
+-wi weight : set the parameter C of class i to weight*C (default 1)
+-v n : n-fold cross validation mode
+-q : quiet mode (no outputs)
+gpusvm options:
+--device d : cpu, gpu, gpu:N or auto (default auto)
+--solver s : smo, pa-smo or alfpgm (default smo)
+"""
+
+PREDICT_USAGE = """\
+Usage: gpusvm predict [options] test_file model_file output_file
+options:
+-b probability_estimates : 0 only (gpusvm has no probability estimates)
+-q : quiet mode (no outputs)
+gpusvm options:
+--device d : cpu, gpu or gpu:N (default cpu)
+"""
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _take(args, i, opt):
+    if i + 1 >= len(args):
+        raise UsageError(f"option {opt} needs a value")
+    return args[i + 1]
+
+
+def _num(value, opt, cast=float):
+    try:
+        return cast(value)
+    except ValueError:
+        raise UsageError(f"option {opt}: {value!r} is not a valid {'integer' if cast is int else 'number'}") from None
+
+
+def parse_train_args(args):
+    """LIBSVM-style options -> (settings dict, training file, model file)."""
+    opt = {"kernel": 2, "degree": 3, "gamma": None, "coef0": 0.0, "C": 1.0, "cache": 100.0, "tol": 1e-3,
+           "weights": {}, "folds": None, "quiet": False, "device": "auto", "solver": "smo"}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
+        a = args[i]
+        if a in ("--device", "--solver"):
+            opt[a[2:]] = _take(args, i, a)
+            i += 2
+            continue
+        if a == "-q":
+            opt["quiet"] = True
+            i += 1
+            continue
+        if a.startswith("-w"):
+            label = a[2:]
+            if not label:
+                raise UsageError("option -w needs a class label, as in -w1 2.5")
+            opt["weights"][_num(label, a)] = _num(_take(args, i, a), a)
+            i += 2
+            continue
+        letter = a[1:]
+        v = _take(args, i, a)
+        if letter == "s":
+            if _num(v, a, int) != 0:
+                raise UsageError(f"-s {v}: gpusvm trains C-SVC only (-s 0); nu-SVC, one-class SVM and "
+                                 "regression are not implemented")
+        elif letter == "t":
+            t = _num(v, a, int)
+            if t not in (0, 1, 2, 3):
+                raise UsageError(f"-t {v}: kernel types 0-3 only (a precomputed kernel, -t 4, is not supported)")
+            opt["kernel"] = t
+        elif letter == "d":
+            opt["degree"] = _num(v, a, int)
+        elif letter == "g":
+            opt["gamma"] = _num(v, a)
+        elif letter == "r":
+            opt["coef0"] = _num(v, a)
+        elif letter == "c":
+            opt["C"] = _num(v, a)
+        elif letter == "m":
+            opt["cache"] = _num(v, a)
+        elif letter == "e":
+            opt["tol"] = _num(v, a)
+        elif letter == "h":
+            if _num(v, a, int) not in (0, 1):
+                raise UsageError(f"-h {v}: shrinking is 0 or 1")
+        elif letter == "b":
+            if _num(v, a, int) != 0:
+                raise UsageError("-b 1: probability estimates are not implemented in gpusvm")
+        elif letter == "v":
+            opt["folds"] = _num(v, a, int)
+            if opt["folds"] < 2:
+                raise UsageError("n-fold cross validation: n must >= 2")
+        else:
+            raise UsageError(f"unknown option: {a}")
+        i += 2
+    rest = args[i:]
+    if not 1 <= len(rest) <= 2:
+        raise UsageError("expected training_set_file [model_file]")
+    train = rest[0]
+    model = rest[1] if len(rest) == 2 else os.path.basename(train) + ".model"
+    return opt, train, model
+
+
+def _read(path, n_features=None):
+    """A LIBSVM data file (1-based indices, as LIBSVM reads it) -> (CSR X, y)."""
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        return load_svmlight_file(path, n_features=n_features, zero_based=False, dtype="float64")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"can't read {path}: {exc}") from None
+
+
+def _label_text(v):
+    f = float(v)
+    return str(int(f)) if f.is_integer() else format(f, ".17g")
+
+
+def train_main(args) -> int:
+    if not args or args[0] == "--help":
+        print(TRAIN_USAGE, file=sys.stderr if not args else sys.stdout)
+        return 1 if not args else 0
+    try:
+        opt, train_file, model_file = parse_train_args(args)
+    except UsageError as exc:
+        print(f"gpusvm train: {exc}\n\n{TRAIN_USAGE}", file=sys.stderr)
+        return 1
+    from .libsvm_io import save_libsvm_model
+    from .svc import SVC
+
+    try:
+        X, y = _read(train_file)
+    except UsageError as exc:
+        print(f"gpusvm train: {exc}", file=sys.stderr)
+        return 1
+    kernel = ("linear", "poly", "rbf", "sigmoid")[opt["kernel"]]
+    gamma = opt["gamma"] if opt["gamma"] is not None else 1.0 / max(int(X.shape[1]), 1)
+    cw = None
+    if opt["weights"]:
+        present = set(y.tolist())
+        cw = {lab: w for lab, w in opt["weights"].items() if lab in present}
+        for lab in sorted(set(opt["weights"]) - present):
+            print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
+    est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"], gamma=gamma, coef0=opt["coef0"], tol=opt["tol"],
+              cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"])
+    try:
+        if opt["folds"]:
+            import numpy as np
+            from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+            folds = min(opt["folds"], int(X.shape[0]))
+            cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
+            pred = cross_val_predict(est, X, y, cv=cv)
+            print(f"Cross Validation Accuracy = {100.0 * float(np.mean(pred == y)):g}%")
+            return 0
+        est.fit(X, y)
+        save_libsvm_model(est, model_file)
+    except (ValueError, MemoryError) as exc:
+        print(f"gpusvm train: {exc}", file=sys.stderr)
+        return 1
+    if not opt["quiet"]:
+        print(f"optimization finished, #iter = {int(sum(est.n_iter_))}")
+        print(f"nSV = {int(sum(est.n_support_))}, obj = " + ", ".join(f"{-o:g}" for o in est.objective_)
+              + " (as LIBSVM: minus the dual objective)")
+        print(f"model written to {model_file}")
+    return 0
+
+
+def parse_predict_args(args):
+    opt = {"quiet": False, "device": "cpu"}
+    i = 0
+    while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
+        a = args[i]
+        if a == "-q":
+            opt["quiet"] = True
+            i += 1
+        elif a == "--device":
+            opt["device"] = _take(args, i, a)
+            i += 2
+        elif a == "-b":
+            if _num(_take(args, i, a), a, int) != 0:
+                raise UsageError("-b 1: probability estimates are not implemented in gpusvm")
+            i += 2
+        else:
+            raise UsageError(f"unknown option: {a}")
+    rest = args[i:]
+    if len(rest) != 3:
+        raise UsageError("expected test_file model_file output_file")
+    return opt, rest[0], rest[1], rest[2]
+
+
+def predict_main(args) -> int:
+    if not args or args[0] == "--help":
+        print(PREDICT_USAGE, file=sys.stderr if not args else sys.stdout)
+        return 1 if not args else 0
+    try:
+        opt, test_file, model_file, out_file = parse_predict_args(args)
+    except UsageError as exc:
+        print(f"gpusvm predict: {exc}\n\n{PREDICT_USAGE}", file=sys.stderr)
+        return 1
+    import numpy as np
+
+    from .libsvm_io import load_libsvm_model
+
+    try:
+        model = load_libsvm_model(model_file, device=opt["device"])
+        X, y = _read(test_file)
+        if X.shape[1] > model.n_features_in_:  # features the SVs never use still enter the gram
+            model = load_libsvm_model(model_file, n_features=int(X.shape[1]), device=opt["device"])
+        elif X.shape[1] < model.n_features_in_:
+            X, y = _read(test_file, n_features=model.n_features_in_)
+        pred = np.asarray(model.predict(X))
+    except (OSError, ValueError, UsageError) as exc:
+        print(f"gpusvm predict: {exc}", file=sys.stderr)
+        return 1
+    with open(out_file, "w", encoding="ascii") as fh:
+        fh.write("".join(_label_text(p) + "\n" for p in pred))
+    if not opt["quiet"]:
+        correct = int(np.count_nonzero(pred == y))
+        print(f"Accuracy = {100.0 * correct / max(len(y), 1):g}% ({correct}/{len(y)}) (classification)")
+    return 0

@@ -1,0 +1,319 @@
+"""LIBSVM model files: save a fitted :class:`~gpusvm.SVC` for LIBSVM's ``svm-predict`` and load models
+written by LIBSVM's ``svm-train`` (or by :func:`save_libsvm_model`) as fitted :class:`~gpusvm.SVC`.
+
+The format is LIBSVM's plain-text model (``svm_save_model`` in ``svm.cpp``): a header of ``key value``
+lines (``svm_type``, ``kernel_type``, the kernel's ``degree`` / ``gamma`` / ``coef0``, ``nr_class``,
+``total_sv``, ``rho``, ``label``, ``nr_sv``), then ``SV`` and one line per support vector: its
+``nr_class - 1`` coefficients, then its nonzero features as 1-based ``index:value`` pairs.
+
+Only C-SVC models (``svm_type c_svc``) with the four grams of :class:`~gpusvm.SVC` are handled; other
+types (nu-SVC, one-class, regression, precomputed kernels) raise a ``ValueError`` naming what the file
+holds. Probability models (``probA`` / ``probB``) load, but the sigmoid parameters are ignored with a
+warning: gpusvm has no ``predict_proba``.
+
+Conventions, as LIBSVM and scikit-learn:
+
+* the coefficients of a support vector of class ``labels[c]`` in the one-vs-one problem ``(a, b)``
+  (``a < b`` in the file's label order, class ``a`` positive) sit in row ``b - 1`` if ``c == a`` and in row
+  ``a`` if ``c == b``; ``rho`` holds one value per pair and the pair's decision value is
+  ``sum(coef * K(sv, x)) - rho``;
+* scikit-learn and gpusvm keep ``classes_`` sorted, while LIBSVM orders labels as they first appear in
+  the training file. Loading permutes the classes into sorted order (a pair whose order flips gets its
+  coefficients and ``rho`` negated), so predictions are the same; only an exact tie of one-vs-one votes
+  can then be broken differently (LIBSVM: the label listed first in the file; gpusvm: the smallest);
+* labels are written as integers, as LIBSVM does: a model whose classes are not integers cannot be
+  saved in this format.
+
+Floats are written as the shortest decimal text that reads back as the same double, so saving and
+loading give back the same model bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+__all__ = ["save_libsvm_model", "load_libsvm_model"]
+
+_KERNEL_NAMES = {"linear": "linear", "poly": "polynomial", "rbf": "rbf", "sigmoid": "sigmoid"}
+_KERNEL_FROM_FILE = {v: k for k, v in _KERNEL_NAMES.items()}
+
+
+def _g(x) -> str:
+    return repr(float(x))  # the shortest text that reads back as the same double
+
+
+def _int_labels(classes) -> list[int]:
+    out = []
+    for c in np.asarray(classes).tolist():
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, float, np.integer, np.floating)) \
+                or not float(c).is_integer():
+            raise ValueError(f"LIBSVM model files store integer class labels; this model's classes_ are "
+                             f"{np.asarray(classes).tolist()!r}. Refit with integer labels (e.g. "
+                             "sklearn.preprocessing.LabelEncoder) to save it in LIBSVM format.")
+        out.append(int(c))
+    return out
+
+
+def save_libsvm_model(model, path) -> None:
+    """Write a fitted :class:`~gpusvm.SVC` as a LIBSVM model file.
+
+    Parameters
+    ----------
+    model : gpusvm.SVC
+        A fitted SVC (on any device; its arrays are copied to the host).
+    path : str or os.PathLike
+        The file to write (overwritten).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a gpusvm SVC.
+    sklearn.exceptions.NotFittedError
+        If it is not fitted.
+    ValueError
+        If its classes are not integers (LIBSVM stores integer labels).
+    """
+    from .svc import SVC
+
+    if not isinstance(model, SVC):
+        raise TypeError(f"save_libsvm_model writes gpusvm.SVC models (C-SVC); got {type(model).__name__}.")
+    model._check_fitted()
+    labels = _int_labels(model.classes_)
+    be = model._model_backend()
+    sv = be.to_host(model.support_vectors_)
+    pair_coef = np.asarray(be.to_host(model._pair_coef), dtype=np.float64)
+    pair_b = np.asarray(be.to_host(model._pair_b), dtype=np.float64)
+    k = len(labels)
+    n_support = np.asarray(model.n_support_, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(n_support)])
+    n_sv = int(starts[-1])
+    # LIBSVM's sv_coef from the per-pair coefficients (the layout described in the module docstring)
+    sv_coef = np.zeros((max(k - 1, 1), n_sv))
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            sv_coef[b - 1, starts[a]:starts[a + 1]] = pair_coef[p, starts[a]:starts[a + 1]]
+            sv_coef[a, starts[b]:starts[b + 1]] = pair_coef[p, starts[b]:starts[b + 1]]
+            p += 1
+    rho = -pair_b
+    kern = model.kernel
+    lines = ["svm_type c_svc", f"kernel_type {_KERNEL_NAMES[kern]}"]
+    if kern == "poly":
+        lines.append(f"degree {int(model.degree)}")
+    if kern in ("poly", "rbf", "sigmoid"):
+        lines.append(f"gamma {_g(model._gamma)}")
+    if kern in ("poly", "sigmoid"):
+        lines.append(f"coef0 {_g(model.coef0)}")
+    lines += [f"nr_class {k}", f"total_sv {n_sv}", "rho " + " ".join(_g(r) for r in rho),
+              "label " + " ".join(str(c) for c in labels), "nr_sv " + " ".join(str(int(c)) for c in n_support),
+              "SV"]
+    import scipy.sparse as sps
+
+    if sps.issparse(sv):
+        csr = sps.csr_matrix(sv)
+        csr.sort_indices()
+        rows = [(csr.indices[csr.indptr[i]:csr.indptr[i + 1]], csr.data[csr.indptr[i]:csr.indptr[i + 1]])
+                for i in range(n_sv)]
+    else:
+        dense = np.asarray(sv, dtype=np.float64)
+        rows = []
+        for i in range(n_sv):
+            nz = np.flatnonzero(dense[i])
+            rows.append((nz, dense[i, nz]))
+    with open(os.fspath(path), "w", encoding="ascii") as fh:
+        fh.write("\n".join(lines) + "\n")
+        for i, (idx, val) in enumerate(rows):
+            coefs = " ".join(_g(c) for c in sv_coef[:, i])
+            feats = " ".join(f"{int(j) + 1}:{_g(v)}" for j, v in zip(idx, val))
+            fh.write(f"{coefs} {feats}\n" if feats else f"{coefs} \n")
+
+
+def _parse_header(fh, path):
+    header = {}
+    for raw in fh:
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "SV":
+            return header
+        key, _, value = line.partition(" ")
+        header[key] = value.split()
+    raise ValueError(f"{path}: not a LIBSVM model file (no 'SV' line ends the header).")
+
+
+def load_libsvm_model(path, *, n_features=None, device="cpu"):
+    """Read a LIBSVM C-SVC model file into a fitted :class:`~gpusvm.SVC`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A model written by LIBSVM's ``svm-train`` / ``svm_save_model`` or by :func:`save_libsvm_model`.
+    n_features : int, optional
+        Number of input features of the returned model (``n_features_in_``). LIBSVM models store only
+        the support vectors' nonzero features, so the default is the largest feature index in the file;
+        pass the width of the data you will predict on when it is larger (the extra features then enter
+        the gram as in LIBSVM, e.g. through ``||x||^2`` of the RBF gram).
+    device : {"cpu", "gpu", "gpu:N"}, default="cpu"
+        Where the model's arrays (and its predictions) live.
+
+    Returns
+    -------
+    gpusvm.SVC
+        A fitted estimator: ``support_vectors_`` (dense), ``dual_coef_``, ``intercept_``,
+        ``n_support_``, ``classes_`` (sorted) as if fitted by gpusvm, with its hyperparameters set
+        from the file (C is not stored in LIBSVM models and stays at 1.0). ``support_`` (indices into
+        a training set the file does not hold) is -1 for every support vector; ``objective_`` and
+        ``n_iter_`` are unknown (NaN and 0).
+
+    Raises
+    ------
+    ValueError
+        A malformed file, a model type other than C-SVC or a precomputed kernel, or ``n_features``
+        smaller than the file's largest feature index.
+    """
+    from ._backend import get_backend
+    from .svc import SVC
+
+    path = os.fspath(path)
+    with open(path, encoding="ascii", errors="replace") as fh:
+        header = _parse_header(fh, path)
+        body = [ln.split() for ln in fh if ln.strip()]
+
+    def one(key, cast=str, required=True):
+        if key not in header:
+            if required:
+                raise ValueError(f"{path}: LIBSVM model header has no '{key}' line.")
+            return None
+        try:
+            return cast(header[key][0])
+        except (IndexError, ValueError) as exc:
+            raise ValueError(f"{path}: bad '{key}' line in the model header: {' '.join(header[key])!r}.") from exc
+
+    svm_type = one("svm_type")
+    if svm_type != "c_svc":
+        raise ValueError(f"{path}: svm_type {svm_type!r}; gpusvm reads C-SVC models (svm_type c_svc) only.")
+    kt = one("kernel_type")
+    if kt not in _KERNEL_FROM_FILE:
+        raise ValueError(f"{path}: kernel_type {kt!r} is not supported; gpusvm's grams are "
+                         f"{sorted(_KERNEL_FROM_FILE)} (a precomputed kernel cannot be loaded).")
+    kernel = _KERNEL_FROM_FILE[kt]
+    k = one("nr_class", int)
+    total = one("total_sv", int)
+    try:
+        rho = np.array([float(v) for v in header.get("rho", [])])
+        labels = [int(float(v)) for v in header.get("label", [])]
+        nr_sv = np.array([int(v) for v in header.get("nr_sv", [])], dtype=np.int64)
+    except ValueError as exc:
+        raise ValueError(f"{path}: bad number in the rho / label / nr_sv lines of the header.") from exc
+    n_pairs = k * (k - 1) // 2
+    if k < 2 or rho.shape[0] != n_pairs or len(labels) != k or nr_sv.shape[0] != k:
+        raise ValueError(f"{path}: header inconsistent: nr_class {k} needs {n_pairs} rho values, {k} labels and "
+                         f"{k} nr_sv counts; got {rho.shape[0]}, {len(labels)}, {nr_sv.shape[0]}.")
+    if len(set(labels)) != k:
+        raise ValueError(f"{path}: repeated class labels {labels}.")
+    if int(nr_sv.sum()) != total or len(body) != total:
+        raise ValueError(f"{path}: total_sv {total}, nr_sv sums to {int(nr_sv.sum())}, and the file has "
+                         f"{len(body)} support vector lines: they must agree.")
+    if "probA" in header or "probB" in header:
+        warnings.warn(f"{path}: the model's probability parameters (probA/probB) are ignored: gpusvm's SVC has "
+                      "no predict_proba.", UserWarning, stacklevel=2)
+
+    sv_coef = np.empty((k - 1, total))
+    rows, cols, vals = [], [], []
+    for i, tok in enumerate(body):
+        if len(tok) < k - 1:
+            raise ValueError(f"{path}: support vector line {i + 1} has fewer than {k - 1} coefficients.")
+        try:
+            sv_coef[:, i] = [float(t) for t in tok[:k - 1]]
+            for t in tok[k - 1:]:
+                j, _, v = t.partition(":")
+                rows.append(i)
+                cols.append(int(j) - 1)
+                vals.append(float(v))
+        except ValueError as exc:
+            raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
+    cols_a = np.asarray(cols, dtype=np.int64)
+    if cols_a.size and cols_a.min() < 0:
+        raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + 1}.")
+    width = int(cols_a.max()) + 1 if cols_a.size else 0
+    if n_features is None:
+        n_features = max(width, 1)
+    elif int(n_features) < width:
+        raise ValueError(f"n_features={n_features} is smaller than the largest feature index ({width}) of the "
+                         f"support vectors in {path}.")
+    n_features = int(n_features)
+    SV = np.zeros((total, n_features))
+    SV[np.asarray(rows, dtype=np.int64), cols_a] = np.asarray(vals)
+
+    # per-pair coefficients in the file's label order
+    starts = np.concatenate([[0], np.cumsum(nr_sv)])
+    file_pair = {}
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            coef = np.zeros(total)
+            coef[starts[a]:starts[a + 1]] = sv_coef[b - 1, starts[a]:starts[a + 1]]
+            coef[starts[b]:starts[b + 1]] = sv_coef[a, starts[b]:starts[b + 1]]
+            file_pair[(a, b)] = (coef, -rho[p])
+            p += 1
+    # into sorted class order: SVs grouped by sorted class, pairs (a', b') with a' < b'
+    order = np.argsort(labels, kind="stable")  # order[new] = file position
+    new_of = np.empty(k, dtype=np.int64)
+    new_of[order] = np.arange(k)
+    sv_perm = np.concatenate([np.arange(starts[f], starts[f + 1]) for f in order])
+    pair_coef, pair_b = [], []
+    for a2 in range(k):
+        for b2 in range(a2 + 1, k):
+            fa, fb = int(order[a2]), int(order[b2])
+            if fa < fb:
+                coef, b = file_pair[(fa, fb)]
+            else:  # the file's pair is (b2, a2): its positive class is our b2
+                coef, b = file_pair[(fb, fa)]
+                coef, b = -coef, -b
+            pair_coef.append(coef[sv_perm])
+            pair_b.append(b)
+    pair_coef = np.asarray(pair_coef)
+    pair_b = np.asarray(pair_b)
+    classes = np.asarray(sorted(labels))
+    n_support = nr_sv[order].astype(np.int32)
+    SV = SV[sv_perm]
+
+    # scikit-learn's public dual_coef_ / intercept_ from the sorted-order pairs
+    new_starts = np.concatenate([[0], np.cumsum(n_support)])
+    dual = np.zeros((k - 1, total))
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            dual[b - 1, new_starts[a]:new_starts[a + 1]] = pair_coef[p, new_starts[a]:new_starts[a + 1]]
+            dual[a, new_starts[b]:new_starts[b + 1]] = pair_coef[p, new_starts[b]:new_starts[b + 1]]
+            p += 1
+    intercept = pair_b.copy()
+    if k == 2:
+        dual, intercept = -dual, -intercept
+
+    gamma = one("gamma", float, required=kernel != "linear")
+    degree = one("degree", int, required=False)
+    coef0 = one("coef0", float, required=False)
+    est = SVC(C=1.0, kernel=kernel, degree=3 if degree is None else degree,
+              gamma="scale" if gamma is None else gamma, coef0=0.0 if coef0 is None else coef0, device=device)
+    be = get_backend(device)
+    est._gamma = float(gamma) if gamma is not None else 1.0
+    est._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+    est.classes_ = classes
+    est.class_weight_ = np.ones(k)
+    est.support_ = be.asarray(np.full(total, -1, dtype=np.int32))
+    est.support_vectors_ = be.asarray(SV)
+    est.dual_coef_ = be.asarray(dual)
+    est.intercept_ = be.asarray(intercept)
+    est._pair_coef = be.asarray(pair_coef)
+    est._pair_b = be.asarray(pair_b)
+    est.n_support_ = n_support
+    est.n_iter_ = np.zeros(n_pairs, dtype=np.int32)
+    est.objective_ = np.full(n_pairs, np.nan)
+    est.fit_status_ = 0
+    est.shape_fit_ = (0, n_features)
+    est.n_features_in_ = n_features
+    return est
