@@ -193,6 +193,7 @@ def test_string_labels_come_back_as_numpy_from_every_estimator():
     ("gpusvm.svc", "SVC", "lower cache_size"),
     ("gpusvm.linear", "LinearSVC", "pass float32 X"),
     ("gpusvm.budget", "BudgetSVC", "lower the budget"),
+    ("gpusvm.dcsvm", "DCSVC", "lower sample_size"),
 ])
 def test_fit_turns_device_oom_into_a_clear_memory_error(monkeypatch, module, name, hint):
     """A CuPy out-of-memory error inside fit surfaces as a MemoryError that names the fit and the fix."""
