@@ -12,8 +12,9 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
+from ._ovo import ovo_decision_function, ovo_predict
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
-                          to_input_library, to_numpy)
+                          to_numpy)
 
 __all__ = ["SVC"]
 
@@ -403,15 +404,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         in the input's array library.
         """
         _, dec, lib = self._pair_decision(X)
-        k = len(self.classes_)
-        if k == 2:
-            return to_input_library(-dec[:, 0], lib)
-        if self.decision_function_shape == "ovr":
-            from sklearn.utils.multiclass import _ovr_decision_function
-
-            d = to_numpy(dec)
-            return to_input_library(_ovr_decision_function(d < 0, -d, k), lib)
-        return to_input_library(dec, lib)
+        return ovo_decision_function(dec, len(self.classes_), self.decision_function_shape, lib)
 
     def predict(self, X):
         """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index).
@@ -425,18 +418,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,), in the input's array library.
         """
         _, dec, lib = self._pair_decision(X)
-        d = to_numpy(dec)
-        k = len(self.classes_)
-        votes = np.zeros((d.shape[0], k), dtype=np.int64)
-        p = 0
-        for a in range(k):
-            for b in range(a + 1, k):
-                pos = d[:, p] > 0
-                votes[:, a] += pos
-                votes[:, b] += ~pos
-                p += 1
-        pred = self.classes_[np.argmax(votes, axis=1)]
-        return to_input_library(pred, lib)
+        return ovo_predict(dec, self.classes_, lib)
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y)."""
