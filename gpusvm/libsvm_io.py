@@ -57,6 +57,32 @@ def _int_labels(classes) -> list[int]:
     return out
 
 
+def _pairs_to_rows(pair_coef, starts, k):
+    """LIBSVM's (k - 1, n_SV) coefficient rows from per-pair coefficients over all SVs (SVs grouped by
+    class at ``starts``): an SV of class c keeps pair (a, b)'s value in row b - 1 if c == a, row a if
+    c == b."""
+    rows = np.zeros((max(k - 1, 1), int(starts[-1])))
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            rows[b - 1, starts[a]:starts[a + 1]] = pair_coef[p, starts[a]:starts[a + 1]]
+            rows[a, starts[b]:starts[b + 1]] = pair_coef[p, starts[b]:starts[b + 1]]
+            p += 1
+    return rows
+
+
+def _rows_to_pairs(rows, starts, k):
+    """The inverse of :func:`_pairs_to_rows`: (k (k - 1) / 2, n_SV) per-pair coefficients."""
+    pair_coef = np.zeros((k * (k - 1) // 2, int(starts[-1])))
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            pair_coef[p, starts[a]:starts[a + 1]] = rows[b - 1, starts[a]:starts[a + 1]]
+            pair_coef[p, starts[b]:starts[b + 1]] = rows[a, starts[b]:starts[b + 1]]
+            p += 1
+    return pair_coef
+
+
 def save_libsvm_model(model, path) -> None:
     """Write a fitted :class:`~gpusvm.SVC` as a LIBSVM model file.
 
@@ -90,14 +116,7 @@ def save_libsvm_model(model, path) -> None:
     n_support = np.asarray(model.n_support_, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(n_support)])
     n_sv = int(starts[-1])
-    # LIBSVM's sv_coef from the per-pair coefficients (the layout described in the module docstring)
-    sv_coef = np.zeros((max(k - 1, 1), n_sv))
-    p = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            sv_coef[b - 1, starts[a]:starts[a + 1]] = pair_coef[p, starts[a]:starts[a + 1]]
-            sv_coef[a, starts[b]:starts[b + 1]] = pair_coef[p, starts[b]:starts[b + 1]]
-            p += 1
+    sv_coef = _pairs_to_rows(pair_coef, starts, k)
     rho = -pair_b
     kern = model.kernel
     lines = ["svm_type c_svc", f"kernel_type {_KERNEL_NAMES[kern]}"]
@@ -250,15 +269,9 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
 
     # per-pair coefficients in the file's label order
     starts = np.concatenate([[0], np.cumsum(nr_sv)])
-    file_pair = {}
-    p = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            coef = np.zeros(total)
-            coef[starts[a]:starts[a + 1]] = sv_coef[b - 1, starts[a]:starts[a + 1]]
-            coef[starts[b]:starts[b + 1]] = sv_coef[a, starts[b]:starts[b + 1]]
-            file_pair[(a, b)] = (coef, -rho[p])
-            p += 1
+    file_coef = _rows_to_pairs(sv_coef, starts, k)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    file_pair = {ab: (file_coef[p], -rho[p]) for p, ab in enumerate(pairs)}
     # into sorted class order: SVs grouped by sorted class, pairs (a', b') with a' < b'
     order = np.argsort(labels, kind="stable")  # order[new] = file position
     new_of = np.empty(k, dtype=np.int64)
@@ -282,14 +295,7 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     SV = SV[sv_perm]
 
     # scikit-learn's public dual_coef_ / intercept_ from the sorted-order pairs
-    new_starts = np.concatenate([[0], np.cumsum(n_support)])
-    dual = np.zeros((k - 1, total))
-    p = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            dual[b - 1, new_starts[a]:new_starts[a + 1]] = pair_coef[p, new_starts[a]:new_starts[a + 1]]
-            dual[a, new_starts[b]:new_starts[b + 1]] = pair_coef[p, new_starts[b]:new_starts[b + 1]]
-            p += 1
+    dual = _pairs_to_rows(pair_coef, np.concatenate([[0], np.cumsum(n_support)]), k)
     intercept = pair_b.copy()
     if k == 2:
         dual, intercept = -dual, -intercept

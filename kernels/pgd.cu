@@ -260,6 +260,22 @@ __device__ __forceinline__ void pgd_block_argmin(double& bv, long long& bi, doub
     }
 }
 
+// The block's argmin column becomes out[0] and is marked used (-1 when no column is left); every
+// thread sees used[] after the closing barrier.
+__device__ __forceinline__ void pgd_take_argmin(double bv, long long bi, double* red_v, long long* red_i,
+                                                int* used, long long* out) {
+    pgd_block_argmin(bv, bi, red_v, red_i);
+    if (threadIdx.x == 0) {
+        if (bv < INFINITY && bi >= 0) {
+            out[0] = bi;
+            used[bi] = 1;
+        } else {
+            out[0] = -1;
+        }
+    }
+    __syncthreads();
+}
+
 template <typename T>
 __global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* used, long long* out) {
     __shared__ double red_v[32];
@@ -274,16 +290,7 @@ __global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* us
                 bi = c;
             }
         }
-        pgd_block_argmin(bv, bi, red_v, red_i);
-        if (threadIdx.x == 0) {
-            if (bv < INFINITY && bi >= 0) {
-                out[k] = bi;
-                used[bi] = 1;
-            } else {
-                out[k] = -1;
-            }
-        }
-        __syncthreads();  // used[] written by thread 0 is visible to the block after the barrier
+        pgd_take_argmin(bv, bi, red_v, red_i, used, out + k);
     }
 }
 
@@ -317,15 +324,6 @@ __global__ void pwss_pairs(const T* __restrict__ K, long long ld, const long lon
                 bi = c;
             }
         }
-        pgd_block_argmin(bv, bi, red_v, red_i);
-        if (threadIdx.x == 0) {
-            if (bv < INFINITY && bi >= 0) {
-                out[k] = bi;
-                used[bi] = 1;
-            } else {
-                out[k] = -1;
-            }
-        }
-        __syncthreads();  // used[] written by thread 0 is visible to the block after the barrier
+        pgd_take_argmin(bv, bi, red_v, red_i, used, out + k);
     }
 }
