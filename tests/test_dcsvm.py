@@ -8,10 +8,11 @@ import concurrent.futures as cf
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.datasets import make_classification
 from sklearn.svm import SVC as SkSVC
 
 from gpusvm import DCSVC, GramSpec, get_backend
-from gpusvm._solvers.dcsvm import repair_feasibility
+from gpusvm._solvers.dcsvm import dcsvm_solve, repair_feasibility
 from gpusvm._solvers.kernel_kmeans import cluster_distances, two_step_kernel_kmeans
 from gpusvm.bench.objectives import sklearn_svc_objective
 from gpusvm.datasets import load_bundled
@@ -299,18 +300,18 @@ def test_gradient_from_alpha_matches_the_definition(sparse, dtype):
                                   -np.ones(300))
 
 
-def test_warm_solves_pick_the_decomposition_by_the_share_of_nonzero_alphas():
-    from gpusvm._solvers.dcsvm import _warm_options
-
+def test_cpu_refine_and_top_run_the_pairwise_loop_even_with_many_nonzero_alphas():
+    """The batched switch for warm starts with many nonzero alphas was dropped (module docstring)."""
+    X, y = make_classification(6000, 10, flip_y=0.3, random_state=2)  # noisy: most alphas nonzero
+    y = np.where(y == 1, 1.0, -1.0)
     be = get_backend("cpu")
-    assert _warm_options(be, "smo", {}, 10_000, 30_000, 30_000) == {"decomposition": "batched"}
-    assert _warm_options(be, "pa-smo", {"gram_dtype": "float64"}, 10_000, 30_000, 10_000) == {
-        "gram_dtype": "float64", "decomposition": "batched"}
-    assert _warm_options(be, "smo", {}, 2_500, 50_000, 50_000) == {}  # few SVs: pairwise (shrinking)
-    assert _warm_options(be, "smo", {}, 900, 3_000, 3_000) == {}  # small problem: pairwise
-    assert _warm_options(be, "smo", {"decomposition": "pairwise"}, 10_000, 30_000, 30_000) == {
-        "decomposition": "pairwise"}  # the user's choice is kept
-    assert _warm_options(be, "alfpgm", {}, 10_000, 30_000, 30_000) == {}
+    res = dcsvm_solve(be, X, y, GramSpec("rbf", 0.1), np.full(6000, 1.0), n_levels=1, n_clusters_per_level=4,
+                      rng=np.random.default_rng(0))
+    top = res.levels[-1]
+    assert top["level"] == 0 and top["n_sv"] > 0.2 * 6000
+    assert top["solver_info"]["decomposition"] == "pairwise"
+    assert [lv["solver_info"]["decomposition"] for lv in res.levels if lv["level"] == "refine"] in (
+        [], ["pairwise"])
 
 
 def test_loose_subproblems_still_give_the_exact_top_level(ijcnn1_small):

@@ -58,8 +58,12 @@ the warm start removes more top-level work than the levels below cost. Hence:
 * the refine solve stays at ``sub_tol``: solving it to ``tol`` (``refine_tol``) cut the top-level
   SMO steps on ijcnn1 (22.6k to 8.1k) but not its time, which is dominated by the n_sv x n warm-start
   gradient and Gram-row misses, and on a9a it made the batched top slower (69 vs 38 rounds);
-* on the CPU, a refine/top warm start with many nonzero alphas (a9a) runs the batched
-  decomposition instead of the pair-at-a-time loop (:func:`_warm_options`). (Tried and dropped:
+* on the CPU the refine and top solves run the solver's own CPU default, the pair-at-a-time loop,
+  like the levels. (Until the loop got its dense transposed layout (dc3bdf1), a warm start with many
+  nonzero alphas (a9a: 34%) switched to the batched decomposition, then 2x faster there; re-measured
+  after (benchmarks/dcsvm_profile.py a9a --k 8 --levels 2, process CPU seconds, one run each), the
+  batched refine + top took 5.0 + 11.6 s against 3.2 + 4.7 s for the loop, so the switch was
+  dropped: a9a DC-SVM 18.1 -> 10.0 s, against 9.0 s for the cold loop. Also tried and dropped:
   forming the pairwise loop's warm-start gradient from Gram blocks and shrinking from the first
   step; 15-20% slower on the ijcnn1 and skin_nonskin top levels than the loop's own row gradient.);
 * how much the warm start saves depends on the data: it is large when the gram is local relative to
@@ -362,33 +366,6 @@ def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
 _MIN_SAMPLE = 500
 _SAMPLE_PER_CLUSTER = 4
 
-# A warm start with at least this fraction of nonzero alphas runs the refine/top solve of the "smo" /
-# "pa-smo" solvers with the batched decomposition on the CPU (see _warm_options).
-_BATCHED_WARM_FRACTION = 0.2
-_BATCHED_WARM_MIN_N = 5000  # below, the batched rounds' overhead loses (benchmarks/results/smo_decomposition_*)
-
-
-def _warm_options(be, solver, options, n_nonzero, n, size):
-    """Solver options for a warm-started refine/top solve.
-
-    On the CPU the "smo"/"pa-smo" solvers default to the pair-at-a-time loop (LIBSVM's). Warm-started
-    from DC-SVM's lower levels, that loop shrinks away the variables the start already gets right
-    and wins when they are most of them; when the start has many nonzero alphas (a9a: 11k of 32k),
-    its steps touch them all and the batched decomposition (hundreds of variables per round on Gram
-    rows held in memory) took half the time. Measured on full ijcnn1 (5% nonzero: pairwise top
-    5.6 s, batched 6.7 s wall) and a9a (34% nonzero: pairwise 13.7 s, batched 6.6 s), one CPU run
-    each (benchmarks/dcsvm_profile.py --k 8 --levels 2 --sub-tol 0.1 with ``top_options``); the
-    threshold between them is ``_BATCHED_WARM_FRACTION``.
-    ``n_nonzero`` / ``n`` is that fraction over the whole training set (for the refine solve, whose
-    points are all nonzero by construction: its size over n). An explicit ``decomposition`` option
-    is always kept; problems (``size`` points) under ``_BATCHED_WARM_MIN_N`` keep the pairwise loop.
-    """
-    if be.is_gpu or solver not in ("smo", "pa-smo") or "decomposition" in options:
-        return options
-    if int(size) >= _BATCHED_WARM_MIN_N and int(n_nonzero) >= _BATCHED_WARM_FRACTION * int(n):
-        return {**options, "decomposition": "batched"}
-    return options
-
 
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
                 early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, refine_tol=None,
@@ -555,7 +532,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=refine_tol, max_iter=max_iter,
                          cache_bytes=cache_bytes, alpha0=a_sv,
                          x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
-                         **_warm_options(be, solver, options, n_sv, n, n_sv))
+                         **options)
                 alpha = xp.zeros(n, dtype=xp.float64)
                 alpha[sv] = res.alpha
                 all_converged &= bool(res.converged)
@@ -571,8 +548,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     a0 = a0 if bool(xp.any(a0 > 0)) else None
     res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
              x_sqnorm=x_sqnorm, random_state=random_state,
-             **_warm_options(be, solver, {**options, **dict(top_options or {})},
-                             0 if a0 is None else int(xp.count_nonzero(a0 > 0)), n, n))
+             **{**options, **dict(top_options or {})})
     be.sync()
     all_converged &= bool(res.converged)
     acc = None
