@@ -73,5 +73,7 @@ def test_one_sweep(benchmark, bench_backend, kind, method):
     benchmark.group = f"dcd one sweep {kind} {be.name}"
     benchmark(sweep)
     n = X.shape[0]
+    if benchmark.stats is None:  # --benchmark-disable: the sweep ran once, nothing was timed
+        return
     benchmark.extra_info.update({"n": n, "d": X.shape[1], "device": be.device_name,
                                  "ns_per_visit": benchmark.stats.stats.min / n * 1e9})

@@ -38,6 +38,8 @@ def _data(n, d, dtype, seed=0, density=None):
 
 
 def _record(benchmark, n, m, d):
+    if benchmark.stats is None:  # --benchmark-disable: nothing was timed
+        return
     t = benchmark.stats.stats.min
     benchmark.extra_info.update({
         "n": n, "m": m, "d": d,

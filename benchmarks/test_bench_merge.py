@@ -39,5 +39,7 @@ def test_merge_search(benchmark, bench_backend, n, d):
     run()  # compile (Numba / NVRTC) outside the timing
     benchmark.group = f"merge_search n={n} d={d}"
     benchmark(run)
+    if benchmark.stats is None:  # --benchmark-disable: nothing was timed
+        return
     benchmark.extra_info.update({"n": n, "d": d, "device": be.name,
                                  "candidates_per_s": n / benchmark.stats.stats.min})
