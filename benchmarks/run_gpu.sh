@@ -26,6 +26,13 @@
 #           STEPS="nvcc tests micro" OUT=/tmp/r TARBALL=$OUT/gpu1.tgz bash benchmarks/run_gpu.sh .devdata
 #           STEPS=paper DATASETS=a9a,ijcnn1 OUT=/tmp/r TARBALL=$OUT/gpu2.tgz bash benchmarks/run_gpu.sh .devdata
 #
+# Budget (device tool: 10 min per call, 30 min per session). Process CPU seconds of one fit on the 2-core
+# CPU machine (benchmarks/results/paper_cpu/): sklearn SVC a9a 51, ijcnn1 18, w8a 19, phishing 1.4,
+# skin_nonskin 1,340 (!); our CPU svc-alfpgm a9a 72, w8a 46, skin 655; every other CPU row < 2 min.
+# So: call 1 STEPS="nvcc tests micro"; call 2 STEPS=paper DATASETS=a9a,ijcnn1; call 3 DATASETS=w8a,phishing;
+# skin_nonskin only with BENCH_ARGS="--max-train 60000" (sklearn took 55 CPU-s at 60k). Add
+# --solvers to BENCH_ARGS to drop rows when a call runs short (gpusvm bench --list names them).
+#
 # Results land in $OUT/$NAME: gpu_tests.txt, micro_<device>.json/.txt and the bench outputs
 # (bench_paper[-subset]_cpu-gpu.{json,md,txt,png}). Copy them to benchmarks/results/ and commit.
 set -u
