@@ -129,12 +129,12 @@ def parse_train_args(args):
     return opt, train, model
 
 
-def _read(path, n_features=None):
-    """A LIBSVM data file (1-based indices, as LIBSVM reads it) -> (CSR X, y)."""
-    from sklearn.datasets import load_svmlight_file
+def _read(path):
+    """A LIBSVM data file (1-based indices, as LIBSVM reads it; .gz/.bz2/.xz too) -> (CSR X, y)."""
+    from .datasets import load_svmlight
 
     try:
-        return load_svmlight_file(path, n_features=n_features, zero_based=False, dtype="float64")
+        return load_svmlight(path, zero_based=False)
     except (OSError, ValueError) as exc:
         raise UsageError(f"can't read {path}: {exc}") from None
 
@@ -228,15 +228,18 @@ def predict_main(args) -> int:
         return 1
     import numpy as np
 
-    from .libsvm_io import load_libsvm_model
+    import scipy.sparse as sp
+
+    from .libsvm_io import _build_model, _parse_model
 
     try:
-        model = load_libsvm_model(model_file, device=opt["device"])
+        parsed = _parse_model(model_file)
         X, y = _read(test_file)
-        if X.shape[1] > model.n_features_in_:  # features the SVs never use still enter the gram
-            model = load_libsvm_model(model_file, n_features=int(X.shape[1]), device=opt["device"])
-        elif X.shape[1] < model.n_features_in_:
-            X, y = _read(test_file, n_features=model.n_features_in_)
+        # as wide as the wider of the two: features the SVs never use still enter the gram (||x||^2)
+        d = max(parsed["width"], int(X.shape[1]), 1)
+        if X.shape[1] < d:
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d))
+        model = _build_model(parsed, d, opt["device"])
         pred = np.asarray(model.predict(X))
     except (OSError, ValueError, UsageError) as exc:
         print(f"gpusvm predict: {exc}", file=sys.stderr)

@@ -19,7 +19,7 @@ __all__ = ["load_svmlight", "make_chessboard", "load_bundled", "find_data_dir", 
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
-def load_svmlight(path, n_features=None, dtype=np.float64):
+def load_svmlight(path, n_features=None, dtype=np.float64, zero_based="auto"):
     """Read a LIBSVM / svmlight file, plain or compressed (.gz, .bz2, .xz by file name).
 
     Parameters
@@ -29,6 +29,8 @@ def load_svmlight(path, n_features=None, dtype=np.float64):
         Number of features; pass the training file's value when reading a test file whose highest
         feature index is lower. By default, the highest index in the file.
     dtype : float32 or float64
+    zero_based : bool or "auto", default="auto"
+        As scikit-learn's ``load_svmlight_file``; False reads the indices as LIBSVM does (1-based).
 
     Returns
     -------
@@ -45,10 +47,10 @@ def load_svmlight(path, n_features=None, dtype=np.float64):
         raise FileNotFoundError(f"no such LIBSVM file: {path}")
     opener = _OPENERS.get(path.suffix)
     if opener is None:
-        X, y = load_svmlight_file(str(path), n_features=n_features, dtype=dtype)
+        X, y = load_svmlight_file(str(path), n_features=n_features, dtype=dtype, zero_based=zero_based)
     else:
         with opener(path, "rb") as f:
-            X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype)
+            X, y = load_svmlight_file(f, n_features=n_features, dtype=dtype, zero_based=zero_based)
     X = X.tocsr()
     X.sort_indices()
     if X.nnz < 2**31 and max(X.shape) < 2**31:

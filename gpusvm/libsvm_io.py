@@ -193,9 +193,12 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
         A malformed file, a model type other than C-SVC or a precomputed kernel, or ``n_features``
         smaller than the file's largest feature index.
     """
-    from ._backend import get_backend
-    from .svc import SVC
+    return _build_model(_parse_model(path, stacklevel=3), n_features, device)
 
+
+def _parse_model(path, stacklevel=2):
+    """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
+    entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
         header = _parse_header(fh, path)
@@ -238,7 +241,7 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
                          f"{len(body)} support vector lines: they must agree.")
     if "probA" in header or "probB" in header:
         warnings.warn(f"{path}: the model's probability parameters (probA/probB) are ignored: gpusvm's SVC has "
-                      "no predict_proba.", UserWarning, stacklevel=2)
+                      "no predict_proba.", UserWarning, stacklevel=stacklevel)
 
     sv_coef = np.empty((k - 1, total))
     rows, cols, vals = [], [], []
@@ -257,25 +260,37 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     cols_a = np.asarray(cols, dtype=np.int64)
     if cols_a.size and cols_a.min() < 0:
         raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + 1}.")
-    width = int(cols_a.max()) + 1 if cols_a.size else 0
+    return {"path": path, "kernel": kernel, "gamma": one("gamma", float, required=kernel != "linear"),
+            "degree": one("degree", int, required=False), "coef0": one("coef0", float, required=False),
+            "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef,
+            "rows": np.asarray(rows, dtype=np.int64), "cols": cols_a, "vals": np.asarray(vals),
+            "width": int(cols_a.max()) + 1 if cols_a.size else 0}
+
+
+def _build_model(m, n_features, device):
+    """The fitted :class:`~gpusvm.SVC` of a :func:`_parse_model` dict, ``n_features`` wide (None: the
+    largest feature index used)."""
+    from ._backend import get_backend
+    from .svc import SVC
+
+    k, total, nr_sv, labels, width = m["k"], m["total"], m["nr_sv"], m["labels"], m["width"]
+    n_pairs = k * (k - 1) // 2
     if n_features is None:
         n_features = max(width, 1)
     elif int(n_features) < width:
         raise ValueError(f"n_features={n_features} is smaller than the largest feature index ({width}) of the "
-                         f"support vectors in {path}.")
+                         f"support vectors in {m['path']}.")
     n_features = int(n_features)
     SV = np.zeros((total, n_features))
-    SV[np.asarray(rows, dtype=np.int64), cols_a] = np.asarray(vals)
+    SV[m["rows"], m["cols"]] = m["vals"]
 
     # per-pair coefficients in the file's label order
     starts = np.concatenate([[0], np.cumsum(nr_sv)])
-    file_coef = _rows_to_pairs(sv_coef, starts, k)
+    file_coef = _rows_to_pairs(m["sv_coef"], starts, k)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
-    file_pair = {ab: (file_coef[p], -rho[p]) for p, ab in enumerate(pairs)}
+    file_pair = {ab: (file_coef[p], -m["rho"][p]) for p, ab in enumerate(pairs)}
     # into sorted class order: SVs grouped by sorted class, pairs (a', b') with a' < b'
     order = np.argsort(labels, kind="stable")  # order[new] = file position
-    new_of = np.empty(k, dtype=np.int64)
-    new_of[order] = np.arange(k)
     sv_perm = np.concatenate([np.arange(starts[f], starts[f + 1]) for f in order])
     pair_coef, pair_b = [], []
     for a2 in range(k):
@@ -300,10 +315,8 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     if k == 2:
         dual, intercept = -dual, -intercept
 
-    gamma = one("gamma", float, required=kernel != "linear")
-    degree = one("degree", int, required=False)
-    coef0 = one("coef0", float, required=False)
-    est = SVC(C=1.0, kernel=kernel, degree=3 if degree is None else degree,
+    gamma, degree, coef0 = m["gamma"], m["degree"], m["coef0"]
+    est = SVC(C=1.0, kernel=m["kernel"], degree=3 if degree is None else degree,
               gamma="scale" if gamma is None else gamma, coef0=0.0 if coef0 is None else coef0, device=device)
     be = get_backend(device)
     est._gamma = float(gamma) if gamma is not None else 1.0

@@ -181,6 +181,23 @@ def test_train_and_predict_commands(files, capsys):
     assert "kernel_type linear" in (d / "tr.model").read_text()
 
 
+def test_predict_command_with_a_test_file_of_another_width(files):
+    """Narrower test file: read as the model's width; wider: the extra features enter the RBF gram
+    through ||x||^2, as in LIBSVM."""
+    d, X, y = files
+    assert main(["train", "-q", "-g", "0.3", str(d / "tr"), str(d / "m")]) == 0
+    ref = SVC(C=1.0, gamma=0.3, device="cpu").fit(X[:180], y[:180])
+    narrow = X[180:].copy()
+    narrow[:, -1] = 0.0  # no test row uses the last feature: the file's highest index is 5
+    wide = np.hstack([X[180:], np.full((60, 1), 0.7)])
+    padded = SVC(C=1.0, gamma=0.3, device="cpu").fit(np.hstack([X[:180], np.zeros((180, 1))]), y[:180])
+    for name, Xt, expect in [("narrow", narrow, ref.predict(narrow)), ("wide", wide, padded.predict(wide))]:
+        dump_svmlight_file(Xt, y[180:], str(d / name), zero_based=False)
+        assert main(["predict", "-q", str(d / name), str(d / "m"), str(d / "out")]) == 0
+        pred = np.array([int(v) for v in (d / "out").read_text().split()])
+        np.testing.assert_array_equal(pred, expect, err_msg=name)
+
+
 def test_train_cross_validation(files, capsys):
     d, _, _ = files
     assert main(["train", "-v", "3", "-g", "0.3", str(d / "tr")]) == 0
