@@ -10,8 +10,8 @@ Usage::
 Rows per data set (one run each, all in this process, one after the other, after a warm-up fit of each
 estimator on 3,000 rows that loads the compiled code):
 
-* ``dcsvc [k=.., L=..]``: DCSVC(n_clusters_per_level=k, n_levels=L, refine=True, other parameters at
-  their defaults) solved to the top (exact model), for each configuration of ``--configs``;
+* ``dcsvc [k=.., L=..]``: DCSVC(n_clusters_per_level=k, n_levels=L, other parameters at their
+  defaults (refine="auto"; ``--no-refine``: refine=False)) solved to the top (exact model), for each configuration of ``--configs``;
 * ``dcsvc-early [k=.., L=..]``: early prediction with the 64-cluster level of that same run. Its time is
   the time from the start of the fit to the end of that level as recorded in ``levels_`` (the k-means
   and solves of the levels up to it; data validation excluded, a few ms), so no second fit is needed
@@ -202,6 +202,8 @@ def _skip_text(level):
     """Why a level was skipped, for the levels table ('' when it was solved)."""
     if not level.get("skipped"):
         return ""
+    if level.get("skip_reason") == "large":
+        return f" (skipped by refine='auto': {level['n_points']} support vectors)"
     if level.get("skip_reason") == "small":
         return " (skipped: clusters below min_cluster_size on average)"
     if level.get("largest_cluster") is not None:
@@ -245,7 +247,7 @@ def _markdown(doc):
                 ta = d.get("train_accuracy")
                 f2 = lambda key: f"{d[key]:.2f}" if key in d else "-"  # noqa: E731
                 dec = (d.get("solver_info") or {}).get("decomposition")
-                if d["level"] in (0, "refine"):
+                if d["level"] in (0, "refine") and not d.get("skipped"):
                     dec = dec or "batched"
                 it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "") + _skip_text(d)
                 out.append(f"| {d['level']} | {d['n_clusters']} | {d['time_s']:.2f} | {f2('cpu_s')} | "
@@ -299,7 +301,9 @@ def main(argv=None):
     configs = []
     for spec_ in args.configs.split(";"):
         k_, L_ = (int(v) for v in spec_.split(","))
-        kw = {"n_levels": L_, "n_clusters_per_level": k_, "refine": not args.no_refine}
+        kw = {"n_levels": L_, "n_clusters_per_level": k_}
+        if args.no_refine:
+            kw["refine"] = False
         if args.sub_tol is not None:
             kw["sub_tol"] = args.sub_tol
         configs.append(kw)

@@ -121,7 +121,10 @@ def test_thread_pool_executor_gives_the_in_process_alpha():
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=0, atol=1e-12)
     for la, lb in zip(a.levels_, b.levels_):
-        assert la["objective"] == pytest.approx(lb["objective"], rel=1e-12)
+        if la["objective"] is None:  # a skipped level or refine
+            assert lb["objective"] is None and la.get("skip_reason") == lb.get("skip_reason")
+        else:
+            assert la["objective"] == pytest.approx(lb["objective"], rel=1e-12)
 
 
 def test_dask_local_cluster_gives_the_in_process_alpha():
@@ -194,6 +197,8 @@ def test_bad_input_messages():
         DCSVC(sub_tol=0.0).fit(X, y)
     with pytest.raises(ValueError, match="'executor' parameter of DCSVC"):
         DCSVC(executor="dask").fit(X, y)
+    with pytest.raises(ValueError, match="'refine' parameter of DCSVC must be 'auto' or a bool. Got 'yes'"):
+        DCSVC(refine="yes").fit(X, y)
     with pytest.raises(ValueError, match="'solver' parameter must be one of"):
         DCSVC(solver="nope", n_levels=1).fit(X, y)
     with pytest.raises(ValueError, match="does not take"):
@@ -314,6 +319,28 @@ def test_cpu_refine_and_top_run_the_pairwise_loop_even_with_many_nonzero_alphas(
         [], ["pairwise"])
 
 
+def test_refine_auto_skips_a_refine_problem_of_most_of_the_points():
+    """refine="auto" refines only when the support vectors below the top are at most 20% of the points."""
+    X, y = make_classification(3000, 10, flip_y=0.3, random_state=2)  # noisy: most alphas nonzero
+    ref = SkSVC(C=1.0, gamma=0.1, tol=1e-3).fit(X, y)
+    kw = dict(C=1.0, gamma=0.1, n_levels=1, n_clusters_per_level=4, min_cluster_size=0, max_cluster_share=1.0,
+              device="cpu", random_state=0)
+    auto = DCSVC(**kw).fit(X, y)
+    forced = DCSVC(refine=True, **kw).fit(X, y)
+    rec = [lv for lv in auto.levels_ if lv["level"] == "refine"]
+    assert len(rec) == 1 and rec[0]["skipped"] and rec[0]["skip_reason"] == "large"
+    assert rec[0]["n_points"] > 0.2 * 3000 and rec[0]["n_iter"] == 0
+    solved = [lv for lv in forced.levels_ if lv["level"] == "refine"]
+    assert len(solved) == 1 and not solved[0].get("skipped") and solved[0]["n_iter"] > 0
+    for est in (auto, forced):
+        assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    # few support vectors: "auto" refines
+    Xs, ys = make_classification(3000, 10, flip_y=0.0, class_sep=2.0, random_state=3)
+    easy = DCSVC(**kw).fit(Xs, ys)
+    rec = [lv for lv in easy.levels_ if lv["level"] == "refine"]
+    assert len(rec) == 1 and not rec[0].get("skipped") and rec[0]["n_points"] <= 0.2 * 3000
+
+
 def test_loose_subproblems_still_give_the_exact_top_level(ijcnn1_small):
     X, y, _, _ = ijcnn1_small
     ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
@@ -394,7 +421,7 @@ def test_levels_with_a_dominant_cluster_are_skipped_on_the_way_to_the_top(monkey
         est.predict(X, level=1)
     # solving every level (1.0) and stopping early at a level (never skipped) keep the early models
     full = DCSVC(min_cluster_size=0, C=4.0, gamma=0.2, n_levels=1, max_cluster_share=1.0, device="cpu", random_state=0).fit(X, y)
-    assert not any(lv.get("skipped") for lv in full.levels_) and assigned
+    assert not any(lv.get("skipped") for lv in full.levels_ if lv["level"] != "refine") and assigned
     assert full.predict(X, level=1).shape == (X.shape[0],)
     early = DCSVC(C=4.0, gamma=0.2, n_levels=1, early_stop_level=1, max_cluster_share=0.25, device="cpu",
                   random_state=0).fit(X, y)

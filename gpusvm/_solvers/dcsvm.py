@@ -58,6 +58,14 @@ the warm start removes more top-level work than the levels below cost. Hence:
 * the refine solve stays at ``sub_tol``: solving it to ``tol`` (``refine_tol``) cut the top-level
   SMO steps on ijcnn1 (22.6k to 8.1k) but not its time, which is dominated by the n_sv x n warm-start
   gradient and Gram-row misses, and on a9a it made the batched top slower (69 vs 38 rounds);
+* the refine solve is skipped when the support vectors below the top are more than
+  ``refine_max_share`` of the points (the estimator's ``refine="auto"``: 0.2). On full a9a (k = 4,
+  L = 4; two runs each, process CPU seconds) level 1 left 11.7k support vectors of 32.6k points (36%):
+  the refine then cost 2.8-3.5 s, a near copy of the top solve, and the top still took 54.8k SMO
+  steps (54.1k without it) and more Gram values (599M against 479M), so the fit took 15.3 / 19.0 s
+  with it and 10.7 / 12.2 s without. On ijcnn1 (2.8k of 50k, 5.6%) it costs 0.2 s and saves the top
+  2k steps and 44M Gram values (top 3.2 / 2.9 CPU-s with it, 3.7 / 3.9 s without; whole fit 5.7 /
+  5.0 s with it, 5.6 / 6.2 s without: the k-means CPU time varied as much);
 * on the CPU the refine and top solves run the solver's own CPU default, the pair-at-a-time loop,
   like the levels. (Until the loop got its dense transposed layout (dc3bdf1), a warm start with many
   nonzero alphas (a9a: 34%) switched to the batched decomposition, then 2x faster there; re-measured
@@ -368,7 +376,8 @@ _SAMPLE_PER_CLUSTER = 4
 
 
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
-                early_stop_level=None, refine=True, solver="smo", tol=1e-3, sub_tol=None, refine_tol=None,
+                early_stop_level=None, refine=True, refine_max_share=1.0, solver="smo", tol=1e-3, sub_tol=None,
+                refine_tol=None,
                 max_cluster_share=1.0, min_cluster_size=0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0):
@@ -392,6 +401,9 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         Stop after this level (1..L) without the refine and top solves.
     refine : bool
         Solve on the union of level 1's support vectors before the top level.
+    refine_max_share : float
+        Skip that refine solve when the support vectors are more than this share of the n points
+        (1.0: never skip); the skip is recorded in ``levels`` (see the module docstring).
     solver : str
         Registered binary solver for every subproblem and the top level.
     tol : float
@@ -524,7 +536,17 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         c0 = time.process_time()
         sv = xp.nonzero(alpha > 0)[0]
         n_sv = int(sv.shape[0])
-        if n_sv > 0 and n_sv < n:
+        if n_sv > refine_max_share * n:
+            # the refine problem is a large part of the whole one: it costs about what the top solve
+            # costs and saved nothing there (see the module docstring)
+            levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv, "skipped": True,
+                           "skip_reason": "large", "time_s": time.perf_counter() - t0,
+                           "cpu_s": time.process_time() - c0, "n_sv": n_sv, "objective": None, "n_iter": 0,
+                           "converged": True})
+            if verbose:
+                print(f"[DC-SVM] refine: {n_sv} of {n} points are support vectors "
+                      f"(more than {refine_max_share:g}): skipped")
+        elif n_sv > 0 and n_sv < n:
             ys = y[sv]
             npos = int(xp.count_nonzero(ys > 0))
             if 0 < npos < n_sv:
