@@ -301,6 +301,27 @@ def test_warm_start(name):
     assert rest.converged and rest.objective == pytest.approx(cold.objective, rel=1e-4)
 
 
+def test_warm_start_caches_only_the_rows_of_free_alphas():
+    """The warm-start gradient reads the rows of alphas at C through a scratch row, so the cache starts
+    with the free alphas' rows (which the steps select), not with whichever rows were computed last."""
+    X, y = _binary_problem(400, seed=1)
+    spec = GramSpec("rbf", gamma=0.5)
+    C = np.full(len(y), 0.5)  # small C: most support vectors at the bound
+    fn, _ = get_binary_solver("smo")
+    cold = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=-1, cache_bytes=2**24)
+    n_free = int(np.count_nonzero((cold.alpha > 0) & (cold.alpha < 0.5)))
+    n_bound = int(np.count_nonzero(cold.alpha >= 0.5))
+    assert n_bound > n_free > 0
+    warm = fn(CPU, X, y, spec, C, tol=1e-3, max_iter=-1, cache_bytes=2**24, alpha0=cold.alpha)
+    info = warm.info
+    assert info["decomposition"] == "pairwise" and info["cache_rows"] >= 400
+    # every nonzero row was evaluated once for the gradient, only the free ones were cached
+    assert info["gram_evaluations"] >= (n_free + n_bound) * 400
+    assert info["cache_rows_used"] <= n_free + 2 * warm.n_iter
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-6)
+    np.testing.assert_allclose(warm.gradient, cold.gradient, atol=1e-4)
+
+
 def test_float64_gram_matches_float32():
     X, y = load_bundled("breast_cancer")
     a = SVC(C=5.0, gram_dtype="float32", device="cpu").fit(X, y)
