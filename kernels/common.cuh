@@ -17,6 +17,10 @@ template <typename T> __device__ __forceinline__ T gpusvm_exp(T x);
 template <> __device__ __forceinline__ float gpusvm_exp<float>(float x) { return expf(x); }
 template <> __device__ __forceinline__ double gpusvm_exp<double>(double x) { return exp(x); }
 
+template <typename T> __device__ __forceinline__ T gpusvm_expm1(T x);
+template <> __device__ __forceinline__ float gpusvm_expm1<float>(float x) { return expm1f(x); }
+template <> __device__ __forceinline__ double gpusvm_expm1<double>(double x) { return expm1(x); }
+
 template <typename T> __device__ __forceinline__ T gpusvm_tanh(T x);
 template <> __device__ __forceinline__ float gpusvm_tanh<float>(float x) { return tanhf(x); }
 template <> __device__ __forceinline__ double gpusvm_tanh<double>(double x) { return tanh(x); }

@@ -52,7 +52,12 @@ __device__ void gpusvm_golden_merge(T ai, T aj, T gd2, int n_gss, T* h_out, T* a
     if (s1 > sh) { h = (T)1; sh = s1; }
     if (s0 > sh) { h = (T)0; sh = s0; }
     T az = tot * sh;
-    T deg = ai * ai + aj * aj + (T)2 * ai * aj * kappa - az * az;
+    // ai^2 (1 - p^2) + aj^2 (1 - q^2) + 2 ai aj (kappa - p q), p = k(x_i, z), q = k(x_j, z): no
+    // cancellation, so fused multiply-adds cannot move it away from the CPU twin (see ops/merge.py)
+    const T u = (T)1 - h;
+    const T pq = gpusvm_exp<T>(-gd2 * (u * u + h * h));
+    T deg = -(ai * ai * gpusvm_expm1<T>((T)(-2) * gd2 * u * u) + aj * aj * gpusvm_expm1<T>((T)(-2) * gd2 * h * h))
+            + (T)2 * ai * aj * pq * gpusvm_expm1<T>((T)(-2) * gd2 * h * u);
     *h_out = h;
     *az_out = az;
     *deg_out = deg < (T)0 ? (T)0 : deg;

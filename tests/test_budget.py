@@ -298,7 +298,11 @@ def test_multiclass_one_vs_rest():
         assert np.all(est.dual_coef_[p, ~mask] == 0)
     ref = SkSVC(C=10, gamma=0.05).fit(X, y)
     Xt, yt = load_bundled("digits")
-    assert est.score(Xt[900:], yt[900:]) > ref.score(Xt[900:], yt[900:]) - 0.05
+    # one seed's accuracy moves by about a point with the sample order: compare the mean of three seeds
+    accs = [est.score(Xt[900:], yt[900:])] + [
+        BudgetSVC(C=10, gamma=0.05, budget=60, n_merge=3, epochs=2, random_state=s, device="cpu")
+        .fit(X, y).score(Xt[900:], yt[900:]) for s in (1, 2)]
+    assert np.mean(accs) > ref.score(Xt[900:], yt[900:]) - 0.05
 
 
 def test_string_labels_and_gamma_scale():

@@ -103,8 +103,17 @@ def get_kernel(filename: str, name: str, device_id: int = 0, defines: dict | Non
             f"{filename} does not declare instantiation {name!r}; it declares "
             f"{list(declared_instantiations(filename))}"
         )
-    key = tuple(sorted((defines or {}).items()))
-    return _module(int(device_id), filename, key).get_function(name)
+    return _kernel(int(device_id), filename, name, tuple(sorted((defines or {}).items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(device_id: int, filename: str, name: str, defines: tuple[tuple[str, str], ...]):
+    # fetched (loaded) with its device current, and memoized: one RawKernel per device and instantiation
+    import cupy as cp
+
+    mod = _module(device_id, filename, defines)
+    with cp.cuda.Device(device_id):
+        return mod.get_function(name)
 
 
 def ctype(dtype) -> str:

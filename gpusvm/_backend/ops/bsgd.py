@@ -50,6 +50,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..base import register_op
+# Numba's on-disk cache of this module's functions is keyed on THIS file only: after editing merge.py,
+# delete gpusvm/_backend/ops/__pycache__/*.nb[ic] (or touch this file), or the loop keeps the old merge.
 from .merge import DEFAULT_N_GSS, argmin_abs, golden_merge, merge_search_nb, smallest_k, sqdist
 
 MERGE_CODES = {"cascade": 0, "gradient": 1}
@@ -446,16 +448,19 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         state = cp.asarray([int(n_sv)], dtype=cp.int32)
         stats = cp.zeros(4, dtype=cp.uint64)
         threads = 256
-        # dynamic shared memory: x and z (d doubles each), w (n_merge doubles), partners (n_merge ints)
+        # dynamic shared memory: x and z (d doubles each), w (n_merge doubles), partners (n_merge ints);
+        # the kernel's static reduction arrays come on top (both count against the per-block limit,
+        # and without the opt-in the dynamic part may use only 48 KiB minus the static part)
         shmem = (2 * d + n_merge) * 8 + n_merge * 4
+        fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
+        static = int(fn.shared_size_bytes)
         limit = cp.cuda.Device(be.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
-        if shmem > limit:
+        if shmem + static > limit:
             raise ValueError(
                 f"BudgetSVC on the GPU keeps the sample and the merged point in shared memory: "
-                f"{d} features need {shmem} bytes, more than this device's {limit} bytes per block. "
+                f"{d} features need {shmem + static} bytes, more than this device's {limit} bytes per block. "
                 "Use device='cpu' for data with this many features.")
-        fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
-        if shmem > 48 * 1024:
+        if shmem + static > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shmem
         fn((1,), (threads,), (
             X, y, order, cp.int64(order.shape[0]), cp.int64(t0), cp.int32(d),

@@ -121,7 +121,14 @@ def golden_merge(ai, aj, gd2, n_gss):
         h = 0.0
         sh = s0
     az = tot * sh
-    deg = ai * ai + aj * aj + 2.0 * ai * aj * kappa - az * az
+    # deg = ai^2 + aj^2 + 2 ai aj kappa - az^2 with az = ai p + aj q (p = k(x_i, z), q = k(x_j, z)),
+    # regrouped as ai^2 (1 - p^2) + aj^2 (1 - q^2) + 2 ai aj (kappa - p q) with expm1, so that no digits
+    # cancel: the plain form subtracts terms of size aj^2 to get ai^2 (1 - kappa^2), and its last bits
+    # then depend on how the compiler fuses the multiply-adds (CPU and GPU differ).
+    u = 1.0 - h
+    pq = math.exp(-gd2 * (u * u + h * h))
+    deg = -(ai * ai * math.expm1(-2.0 * gd2 * u * u) + aj * aj * math.expm1(-2.0 * gd2 * h * h)) \
+        + 2.0 * ai * aj * pq * math.expm1(-2.0 * gd2 * h * u)
     if deg < 0.0:
         deg = 0.0
     return h, az, deg

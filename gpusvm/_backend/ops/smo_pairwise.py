@@ -63,6 +63,8 @@ import numba
 import numpy as np
 
 from ..base import register_op
+# (Numba caches this module keyed on this file only: after editing exp_neg_vec in bsgd.py, delete
+# ops/__pycache__/*.nb[ic] or touch this file.)
 from .bsgd import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
 
 TAU = 1e-12
