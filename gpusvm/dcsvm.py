@@ -99,7 +99,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         those support vectors are at most 20% of the points. Measured on full a9a (CPU, k=4, L=4, two
         runs each with benchmarks/dcsvm_profile.py): its 11.7k of 32.6k points (36%) made the refine
         a near copy of the top solve (2.8-3.5 CPU-s) that did not save a single top-level step (54.8k
-        steps with it, 54.1k without), whole fit 15.3 / 19.0 s with it against 10.7 / 12.2 s without;
+        steps with it, 54.1k without), whole fit 15.3 / 19.0 s with it against 10.7 / 12.2 s without
+        (after the SMO warm-start cache fix of 4be7d82: 9.5 / 12.5 s against 8.7 / 10.0 s);
         on ijcnn1 (5.6%) it costs 0.2 s and saves the top 2k steps and 0.5-1.0 s (skin_nonskin: 5%,
         0.1 s). A skipped refine is recorded in ``levels_`` with ``skipped=True``.
     min_cluster_size : int, default=500

@@ -63,7 +63,8 @@ the warm start removes more top-level work than the levels below cost. Hence:
   L = 4; two runs each, process CPU seconds) level 1 left 11.7k support vectors of 32.6k points (36%):
   the refine then cost 2.8-3.5 s, a near copy of the top solve, and the top still took 54.8k SMO
   steps (54.1k without it) and more Gram values (599M against 479M), so the fit took 15.3 / 19.0 s
-  with it and 10.7 / 12.2 s without. On ijcnn1 (2.8k of 50k, 5.6%) it costs 0.2 s and saves the top
+  with it and 10.7 / 12.2 s without (measured before the warm-start cache fix of the pairwise loop,
+  4be7d82; after it, whole DCSVC fits, two runs each: 9.5 / 12.5 s with, 8.7 / 10.0 s without). On ijcnn1 (2.8k of 50k, 5.6%) it costs 0.2 s and saves the top
   2k steps and 44M Gram values (top 3.2 / 2.9 CPU-s with it, 3.7 / 3.9 s without; whole fit 5.7 /
   5.0 s with it, 5.6 / 6.2 s without: the k-means CPU time varied as much);
 * on the CPU the refine and top solves run the solver's own CPU default, the pair-at-a-time loop,

@@ -49,7 +49,10 @@ solve without refine (two runs each, process CPU seconds, same warm start): 9.2 
 values, 60.0k steps before; 6.1 / 6.8 s, 472M values, 51.4k steps after (of which ~380M are the
 gradient itself). The step count moves with the gradient's summation order (60.0k vs 51.4k here); the
 steps' own Gram values fell from ~410M to ~90M. After the refine solve (fewer bounded alphas change
-at the top) it made no measurable difference (4.7 / 5.1 s against 4.6 / 6.7 s, 431M vs 416M values).
+at the top) it made no measurable difference (4.7 / 5.1 s against 4.6 / 6.7 s, 431M vs 416M values). Tried and
+dropped: computing that gradient in blocks of 16 rows x tiles of 2,048 positions (each tile of X^T read
+once per block): 0.80 s against 0.81 s for 2.4k rows of ijcnn1, 2.75 s against 2.69 s for 11k rows of
+a9a, so the row loop is not bound by reading X^T (about 7 ns per Gram value either way).
 
 With ``planning=True`` it runs the planning-ahead SMO (PA-SMO) of Glasmachers ("The planning-ahead SMO
 algorithm", 2008); see :func:`_solve` for what exactly is implemented.
