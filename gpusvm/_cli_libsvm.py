@@ -3,7 +3,8 @@
 Same options, same file formats (LIBSVM data files in, LIBSVM model files out and back), so a script
 written for LIBSVM runs by putting ``gpusvm`` before the command; ``--device`` and ``--solver`` choose
 where and how gpusvm trains. Only what gpusvm implements is accepted: C-SVC (``-s 0``), the kernels
-``-t 0..3``, no probability estimates (``-b 1``); anything else is an error that names the option.
+``-t 0..3``, probability estimates ``-b 0/1`` (Platt scaling with 5-fold cross-validation, as LIBSVM);
+anything else is an error that names the option.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ options (as LIBSVM's svm-train; C-SVC only):
 -m cachesize : set cache memory size in MB (default 100)
 -e epsilon : set tolerance of termination criterion (default 0.001)
 -h shrinking : whether to use the shrinking heuristics, 0 or 1 (default 1; gpusvm's SMO always shrinks)
--b probability_estimates : 0 only (gpusvm has no probability estimates)
+-b probability_estimates : whether to train a model for probability estimates, 0 or 1 (default 0)
 -wi weight : set the parameter C of class i to weight*C (default 1)
 -v n : n-fold cross validation mode
 -q : quiet mode (no outputs)
@@ -39,7 +40,7 @@ gpusvm options:
 PREDICT_USAGE = """\
 Usage: gpusvm predict [options] test_file model_file output_file
 options:
--b probability_estimates : 0 only (gpusvm has no probability estimates)
+-b probability_estimates : whether to predict probability estimates, 0 or 1 (default 0)
 -q : quiet mode (no outputs)
 gpusvm options:
 --device d : cpu, gpu or gpu:N (default cpu)
@@ -112,8 +113,9 @@ def parse_train_args(args):
             if _num(v, a, int) not in (0, 1):
                 raise UsageError(f"-h {v}: shrinking is 0 or 1")
         elif letter == "b":
-            if _num(v, a, int) != 0:
-                raise UsageError("-b 1: probability estimates are not implemented in gpusvm")
+            if _num(v, a, int) not in (0, 1):
+                raise UsageError(f"-b {v}: probability_estimates is 0 or 1")
+            opt["probability"] = _num(v, a, int) == 1
         elif letter == "v":
             opt["folds"] = _num(v, a, int)
             if opt["folds"] < 2:
@@ -170,7 +172,8 @@ def train_main(args) -> int:
         for lab in sorted(set(opt["weights"]) - present):
             print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
     est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"], gamma=gamma, coef0=opt["coef0"], tol=opt["tol"],
-              cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"])
+              cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"],
+              probability=bool(opt.get("probability")), random_state=0)
     try:
         if opt["folds"]:
             import numpy as np
@@ -195,7 +198,7 @@ def train_main(args) -> int:
 
 
 def parse_predict_args(args):
-    opt = {"quiet": False, "device": "cpu"}
+    opt = {"quiet": False, "device": "cpu", "probability": False}
     i = 0
     while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
         a = args[i]
@@ -206,8 +209,10 @@ def parse_predict_args(args):
             opt["device"] = _take(args, i, a)
             i += 2
         elif a == "-b":
-            if _num(_take(args, i, a), a, int) != 0:
-                raise UsageError("-b 1: probability estimates are not implemented in gpusvm")
+            v = _num(_take(args, i, a), a, int)
+            if v not in (0, 1):
+                raise UsageError(f"-b {v}: probability_estimates is 0 or 1")
+            opt["probability"] = v == 1
             i += 2
         else:
             raise UsageError(f"unknown option: {a}")
@@ -240,12 +245,27 @@ def predict_main(args) -> int:
         if X.shape[1] < d:
             X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d))
         model = _build_model(parsed, d, opt["device"])
-        pred = np.asarray(model.predict(X))
+        if opt["probability"] and not model.probability:
+            raise UsageError(f"{model_file}: the model does not support probability estimates (train with -b 1)")
+        if opt["probability"]:
+            # LIBSVM's -b 1 output: the model file's label order; the label of the largest probability
+            labels = np.asarray(parsed["labels"])
+            col = np.searchsorted(model.classes_, labels)
+            proba = np.asarray(model.predict_proba(X))[:, col]
+            pred = labels[np.argmax(proba, axis=1)]
+        else:
+            pred = np.asarray(model.predict(X))
+            if model.probability and not opt["quiet"]:
+                print("Model supports probability estimates, but disabled in prediction.")
     except (OSError, ValueError, UsageError) as exc:
         print(f"gpusvm predict: {exc}", file=sys.stderr)
         return 1
     with open(out_file, "w", encoding="ascii") as fh:
-        fh.write("".join(_label_text(p) + "\n" for p in pred))
+        if opt["probability"]:
+            fh.write("labels " + " ".join(str(int(v)) for v in labels) + "\n")
+            fh.write("".join(_label_text(p) + "".join(f" {q:g}" for q in row) + "\n" for p, row in zip(pred, proba)))
+        else:
+            fh.write("".join(_label_text(p) + "\n" for p in pred))
     if not opt["quiet"]:
         correct = int(np.count_nonzero(pred == y))
         print(f"Accuracy = {100.0 * correct / max(len(y), 1):g}% ({correct}/{len(y)}) (classification)")

@@ -164,7 +164,6 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only {classes.tolist()}.")
-        xp = be.xp
         if isinstance(self.gamma, str):
             mean = float(X.mean())
             var = float((X * X).mean()) - mean * mean

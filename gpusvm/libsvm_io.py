@@ -8,8 +8,10 @@ lines (``svm_type``, ``kernel_type``, the kernel's ``degree`` / ``gamma`` / ``co
 
 Only C-SVC models (``svm_type c_svc``) with the four grams of :class:`~gpusvm.SVC` are handled; other
 types (nu-SVC, one-class, regression, precomputed kernels) raise a ``ValueError`` naming what the file
-holds. Probability models (``probA`` / ``probB``) load, but the sigmoid parameters are ignored with a
-warning: gpusvm has no ``predict_proba``.
+holds. Probability models (``probA`` / ``probB``, LIBSVM's ``-b 1``) round-trip: a model fitted with
+``probability=True`` writes its pairs' sigmoids, and a file that has them loads as a model with
+``predict_proba`` (a pair whose class order flips keeps probA and negates probB; the coupling runs in
+the file's label order, as LIBSVM's does, since it stops at a tolerance).
 
 Conventions, as LIBSVM and scikit-learn:
 
@@ -31,7 +33,6 @@ loading give back the same model bit for bit.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
@@ -127,8 +128,10 @@ def save_libsvm_model(model, path) -> None:
     if kern in ("poly", "sigmoid"):
         lines.append(f"coef0 {_g(model.coef0)}")
     lines += [f"nr_class {k}", f"total_sv {n_sv}", "rho " + " ".join(_g(r) for r in rho),
-              "label " + " ".join(str(c) for c in labels), "nr_sv " + " ".join(str(int(c)) for c in n_support),
-              "SV"]
+              "label " + " ".join(str(c) for c in labels)]
+    if getattr(model, "probability", False) and np.size(getattr(model, "probA_", [])):
+        lines += ["probA " + " ".join(_g(v) for v in model.probA_), "probB " + " ".join(_g(v) for v in model.probB_)]
+    lines += ["nr_sv " + " ".join(str(int(c)) for c in n_support), "SV"]
     import scipy.sparse as sps
 
     if sps.issparse(sv):
@@ -193,10 +196,10 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
         A malformed file, a model type other than C-SVC or a precomputed kernel, or ``n_features``
         smaller than the file's largest feature index.
     """
-    return _build_model(_parse_model(path, stacklevel=3), n_features, device)
+    return _build_model(_parse_model(path), n_features, device)
 
 
-def _parse_model(path, stacklevel=2):
+def _parse_model(path):
     """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
     entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator."""
     path = os.fspath(path)
@@ -239,9 +242,16 @@ def _parse_model(path, stacklevel=2):
     if int(nr_sv.sum()) != total or len(body) != total:
         raise ValueError(f"{path}: total_sv {total}, nr_sv sums to {int(nr_sv.sum())}, and the file has "
                          f"{len(body)} support vector lines: they must agree.")
+    prob = None
     if "probA" in header or "probB" in header:
-        warnings.warn(f"{path}: the model's probability parameters (probA/probB) are ignored: gpusvm's SVC has "
-                      "no predict_proba.", UserWarning, stacklevel=stacklevel)
+        try:
+            prob = (np.array([float(v) for v in header.get("probA", [])]),
+                    np.array([float(v) for v in header.get("probB", [])]))
+        except ValueError as exc:
+            raise ValueError(f"{path}: bad number in the probA / probB lines of the header.") from exc
+        if prob[0].shape[0] != n_pairs or prob[1].shape[0] != n_pairs:
+            raise ValueError(f"{path}: header inconsistent: nr_class {k} needs {n_pairs} probA and probB values; "
+                             f"got {prob[0].shape[0]} and {prob[1].shape[0]}.")
 
     sv_coef = np.empty((k - 1, total))
     rows, cols, vals = [], [], []
@@ -262,7 +272,7 @@ def _parse_model(path, stacklevel=2):
         raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + 1}.")
     return {"path": path, "kernel": kernel, "gamma": one("gamma", float, required=kernel != "linear"),
             "degree": one("degree", int, required=False), "coef0": one("coef0", float, required=False),
-            "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef,
+            "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef, "prob": prob,
             "rows": np.asarray(rows, dtype=np.int64), "cols": cols_a, "vals": np.asarray(vals),
             "width": int(cols_a.max()) + 1 if cols_a.size else 0}
 
@@ -289,20 +299,26 @@ def _build_model(m, n_features, device):
     file_coef = _rows_to_pairs(m["sv_coef"], starts, k)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     file_pair = {ab: (file_coef[p], -m["rho"][p]) for p, ab in enumerate(pairs)}
+    file_prob = {ab: (m["prob"][0][p], m["prob"][1][p]) for p, ab in enumerate(pairs)} if m["prob"] else None
     # into sorted class order: SVs grouped by sorted class, pairs (a', b') with a' < b'
     order = np.argsort(labels, kind="stable")  # order[new] = file position
     sv_perm = np.concatenate([np.arange(starts[f], starts[f + 1]) for f in order])
-    pair_coef, pair_b = [], []
+    pair_coef, pair_b, prob_a, prob_b = [], [], [], []
     for a2 in range(k):
         for b2 in range(a2 + 1, k):
             fa, fb = int(order[a2]), int(order[b2])
             if fa < fb:
                 coef, b = file_pair[(fa, fb)]
+                pa, pb = file_prob[(fa, fb)] if file_prob else (None, None)
             else:  # the file's pair is (b2, a2): its positive class is our b2
                 coef, b = file_pair[(fb, fa)]
                 coef, b = -coef, -b
+                # P(a2 | f) = 1 - P(b2 | -f) = 1 / (1 + exp(A f - B))
+                pa, pb = (file_prob[(fb, fa)][0], -file_prob[(fb, fa)][1]) if file_prob else (None, None)
             pair_coef.append(coef[sv_perm])
             pair_b.append(b)
+            prob_a.append(pa)
+            prob_b.append(pb)
     pair_coef = np.asarray(pair_coef)
     pair_b = np.asarray(pair_b)
     classes = np.asarray(sorted(labels))
@@ -317,7 +333,8 @@ def _build_model(m, n_features, device):
 
     gamma, degree, coef0 = m["gamma"], m["degree"], m["coef0"]
     est = SVC(C=1.0, kernel=m["kernel"], degree=3 if degree is None else degree,
-              gamma="scale" if gamma is None else gamma, coef0=0.0 if coef0 is None else coef0, device=device)
+              gamma="scale" if gamma is None else gamma, coef0=0.0 if coef0 is None else coef0,
+              probability=file_prob is not None, device=device)
     be = get_backend(device)
     est._gamma = float(gamma) if gamma is not None else 1.0
     est._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
@@ -333,6 +350,10 @@ def _build_model(m, n_features, device):
     est.n_iter_ = np.zeros(n_pairs, dtype=np.int32)
     est.objective_ = np.full(n_pairs, np.nan)
     est.fit_status_ = 0
+    est.probA_ = np.array(prob_a if file_prob else [], dtype=np.float64)
+    est.probB_ = np.array(prob_b if file_prob else [], dtype=np.float64)
+    if file_prob and np.any(order != np.arange(k)):
+        est._coupling_order = np.argsort(order)  # the file's classes, as sorted indices: LIBSVM couples so
     est.shape_fit_ = (0, n_features)
     est.n_features_in_ = n_features
     return est

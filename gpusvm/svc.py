@@ -8,13 +8,15 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils.metaestimators import available_if
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
+from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
-                          to_numpy)
+                          to_input_library, to_numpy)
 
 __all__ = ["SVC"]
 
@@ -83,10 +85,16 @@ class SVC(ClassifierMixin, BaseEstimator):
         Multiply C of class c by ``class_weight[c]``.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
         Shape of :meth:`decision_function` for more than two classes, as sklearn.
+    probability : bool, default=False
+        Enable :meth:`predict_proba` and :meth:`predict_log_proba`, as sklearn / LIBSVM ``-b 1``: every
+        class pair's decision values are cross-validated (5 folds, 5 extra fits per pair) and a Platt
+        sigmoid is fitted to them; more than two classes are coupled by Wu, Lin and Weng's method
+        (:mod:`gpusvm._platt`). As in sklearn, the probabilities come from that separate calibration and
+        may disagree with :meth:`predict` near the boundary.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to fit; see :func:`gpusvm.get_backend`.
     random_state : int, RandomState or None
-        Passed to solvers that use randomness.
+        Passed to solvers that use randomness, and the folds of ``probability=True``.
     verbose : bool, default=False
     decomposition : {"auto", "pairwise", "batched"}, default="auto"
         SMO variants on the CPU: pair-at-a-time loop or batched working-set decomposition (always
@@ -121,6 +129,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         Dual objective per binary problem.
     fit_status_ : int
         0 when every binary problem converged, 1 otherwise.
+    probA_, probB_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        Platt sigmoid of each class pair, P(first class | f) = 1 / (1 + exp(probA_ f + probB_)), f the
+        pair's decision value in LIBSVM's sign (> 0 favours the first class); empty when
+        ``probability=False``.
     shape_fit_ : tuple
     n_features_in_ : int
 
@@ -139,8 +151,8 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
                  solver="smo", cache_size=200, max_iter=-1, class_weight=None,
-                 decision_function_shape="ovr", device="auto", random_state=None, verbose=False,
-                 decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
+                 decision_function_shape="ovr", probability=False, device="auto", random_state=None,
+                 verbose=False, decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
                  n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
                  max_alpha_opt=20, min_alpha_check=None):
         self.C = C
@@ -154,6 +166,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.class_weight = class_weight
         self.decision_function_shape = decision_function_shape
+        self.probability = probability
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -188,6 +201,8 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("The 'max_iter' parameter of SVC must be -1 or an int in the range [1, inf). "
                              f"Got {self.max_iter!r} instead.")
         check_options(self.decision_function_shape, "decision_function_shape", "SVC", ("ovr", "ovo"))
+        if not isinstance(self.probability, (bool, np.bool_)):
+            raise ValueError(f"The 'probability' parameter of SVC must be a bool. Got {self.probability!r} instead.")
         check_options(self.decomposition, "decomposition", "SVC", ("auto", "pairwise", "batched"))
         check_options(str(self.gram_dtype), "gram_dtype", "SVC", ("float32", "float64"))
         if self.pa_recent not in (2, 3) or isinstance(self.pa_recent, bool):
@@ -283,6 +298,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         opts = {name: getattr(self, name) for name in solver_opts}
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
+        prob_a, prob_b = [], []
+        if self.probability:
+            from sklearn.utils import check_random_state
+
+            rs = check_random_state(self.random_state)
         for a, b in pairs:
             # LIBSVM's order: the samples of class a, then those of class b
             idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
@@ -303,6 +323,12 @@ class SVC(ClassifierMixin, BaseEstimator):
             n_iter.append(int(res.n_iter))
             objective.append(float(res.objective))
             converged.append(bool(res.converged))
+            if self.probability:
+                f = self._cv_decisions(be, Xb, yb, Cvec_all[idx], x_sqnorm[idx_dev], spec, solver_fn, opts,
+                                       cache_bytes, rs)
+                pa, pb = sigmoid_train(f, yb)
+                prob_a.append(pa)
+                prob_b.append(pb)
 
         # ---- LIBSVM's model layout: SVs grouped by class, dual_coef_ (n_classes - 1, n_SV) ----
         is_sv = np.zeros(n, dtype=bool)
@@ -344,6 +370,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array(n_iter, dtype=np.int32)
         self.objective_ = np.array(objective)
         self.fit_status_ = 0 if all(converged) else 1
+        self.probA_ = np.array(prob_a, dtype=np.float64)
+        self.probB_ = np.array(prob_b, dtype=np.float64)
         self.shape_fit_ = (n, d)
         self.n_features_in_ = d
         if not all(converged):
@@ -352,6 +380,42 @@ class SVC(ClassifierMixin, BaseEstimator):
                           "usable but not optimal. Raise max_iter or preprocess the data "
                           "(e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)
         return self
+
+    def _cv_decisions(self, be, Xb, yb, Cb, x_sq, spec, solver_fn, opts, cache_bytes, rs, n_folds=5):
+        """Cross-validated decision values of one class pair for Platt scaling, as LIBSVM's
+        ``svm_binary_svc_probability``: a random permutation cut into 5 folds; a fold whose training
+        part holds one class only gets +1 or -1."""
+        xp = be.xp
+        n_b = yb.shape[0]
+        perm = rs.permutation(n_b)
+        dec = np.zeros(n_b)
+        for i in range(n_folds):
+            lo, hi = i * n_b // n_folds, (i + 1) * n_b // n_folds
+            test, train = perm[lo:hi], np.concatenate([perm[:lo], perm[hi:]])
+            if test.shape[0] == 0:
+                continue
+            n_pos = int(np.count_nonzero(yb[train] > 0))
+            if n_pos == 0 or n_pos == train.shape[0]:
+                dec[test] = 0.0 if train.shape[0] == 0 else (1.0 if n_pos > 0 else -1.0)
+                continue
+            tr = be.asarray(train)
+            res = solver_fn(be, be.take_rows(Xb, tr), be.asarray(yb[train]), spec, be.asarray(Cb[train]),
+                            tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes,
+                            alpha0=None, x_sqnorm=x_sq[tr], verbose=0, random_state=self.random_state, **opts)
+            coef = _host(be, res.alpha).astype(np.float64) * yb[train]
+            nz = np.flatnonzero(coef)
+            f = np.full(test.shape[0], float(res.b))
+            if nz.shape[0]:
+                sv = be.asarray(train[nz])
+                SV, c_sv = be.take_rows(Xb, sv), be.asarray(coef[nz])
+                step = max(1, (64 * 2**20) // (8 * nz.shape[0]))  # Gram blocks of at most 64 MB
+                for s0 in range(0, test.shape[0], step):
+                    te = be.asarray(test[s0:s0 + step])
+                    K = be.gram(SV, be.take_rows(Xb, te), spec, x_sqnorm=x_sq[sv], y_sqnorm=x_sq[te],
+                                dtype=xp.float64)
+                    f[s0:s0 + step] += _host(be, c_sv @ K)
+            dec[test] = f
+        return dec
 
     # ------------------------------------------------------------------------------------------
     def _check_fitted(self):
@@ -419,6 +483,39 @@ class SVC(ClassifierMixin, BaseEstimator):
         """
         _, dec, lib = self._pair_decision(X)
         return ovo_predict(dec, self.classes_, lib)
+
+    def _check_proba(self):
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False (fit with "
+                                 "SVC(probability=True)).")
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (Platt scaling per class pair, pairwise coupling; see ``probability``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in ``classes_`` order, in the input's array
+        library.
+        """
+        _, dec, lib = self._pair_decision(X)
+        if self.probA_.shape[0] != dec.shape[1]:
+            raise NotFittedError("This SVC was fitted with probability=False; refit it with probability=True "
+                                 "to use predict_proba.")
+        order = getattr(self, "_coupling_order", None)  # set by load_libsvm_model (see ovo_probabilities)
+        return to_input_library(ovo_probabilities(to_numpy(dec), self.probA_, self.probB_, order), lib)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        p = self.predict_proba(X)
+        lib = array_library(p)
+        return to_input_library(np.log(to_numpy(p)), lib)
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y)."""

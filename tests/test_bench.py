@@ -16,7 +16,6 @@ from gpusvm.bench.objectives import (
     linear_primal_objective,
     sklearn_linear_objective,
     sklearn_svc_objective,
-    svc_dual_objective,
 )
 from gpusvm.bench.registry import BenchSolver
 

@@ -148,6 +148,50 @@ def test_models_interchange_with_libsvm(tmp_path):
     np.testing.assert_allclose(ovo.decision_function(X_te), np.asarray(dec), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_probability_models_round_trip_and_interchange_with_libsvm(tmp_path):
+    """probA/probB: our file loads in LIBSVM with the same -b 1 probabilities; LIBSVM's -b 1 file (3
+    classes, and a binary one whose labels are listed "1 -1", i.e. flipped against our sorted order)
+    loads here with LIBSVM's probabilities."""
+    X, y = make_classification(300, 6, n_informative=4, n_classes=3, random_state=4)
+    y = np.array([3, 1, 2])[y]
+    est = SVC(C=2.0, gamma=0.3, probability=True, device="cpu", random_state=0).fit(X, y)
+    save_libsvm_model(est, tmp_path / "m")
+    text = (tmp_path / "m").read_text()
+    assert "\nprobA " in text and "\nprobB " in text
+    back = load_libsvm_model(tmp_path / "m")
+    assert back.probability
+    np.testing.assert_array_equal(back.probA_, est.probA_)
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+    plain = SVC(C=2.0, gamma=0.3, device="cpu").fit(X, y)
+    save_libsvm_model(plain, tmp_path / "plain")
+    assert "probA" not in (tmp_path / "plain").read_text()
+    assert not hasattr(load_libsvm_model(tmp_path / "plain"), "predict_proba")
+    svm = _libsvm()
+    xx = [{j + 1: float(v) for j, v in enumerate(r)} for r in X]
+    lib = svm.svm_load_model(str(tmp_path / "m"))
+    _, _, prob = svm.svm_predict([0] * len(xx), xx, lib, "-b 1 -q")
+    order = np.searchsorted(est.classes_, lib.get_labels())
+    np.testing.assert_allclose(np.asarray(prob), est.predict_proba(X)[:, order], rtol=0, atol=1e-9)
+    for labels in ([1, -1], None):  # binary in first-appearance order "1 -1", and the 3-class problem
+        yy = np.where(y == 1, 1, -1) if labels else y
+        if labels:
+            first = int(np.flatnonzero(yy == 1)[0])  # put a +1 first so that LIBSVM lists "label 1 -1"
+            idx = np.r_[first, np.delete(np.arange(len(yy)), first)]
+            Xs, ys = X[idx], yy[idx]
+        else:
+            Xs, ys = X, yy
+        m = svm.svm_train(ys.tolist(), [{j + 1: float(v) for j, v in enumerate(r)} for r in Xs], "-c 2 -g 0.3 -b 1 -q")
+        svm.svm_save_model(str(tmp_path / "lib.model"), m)
+        if labels:
+            assert "label 1 -1" in (tmp_path / "lib.model").read_text()
+        m = svm.svm_load_model(str(tmp_path / "lib.model"))  # as saved (LIBSVM writes features with %.8g)
+        _, _, p_lib = svm.svm_predict([0] * len(xx), xx, m, "-b 1 -q")
+        ours = load_libsvm_model(tmp_path / "lib.model")
+        col = np.searchsorted(ours.classes_, m.get_labels())
+        np.testing.assert_allclose(ours.predict_proba(X)[:, col], np.asarray(p_lib), rtol=0, atol=1e-9)
+
+
 # ---- the commands ------------------------------------------------------------------------------------
 @pytest.fixture
 def files(tmp_path):
@@ -181,6 +225,29 @@ def test_train_and_predict_commands(files, capsys):
     assert "kernel_type linear" in (d / "tr.model").read_text()
 
 
+def test_train_and_predict_commands_with_probability_estimates(files, capsys):
+    d, X, y = files
+    assert main(["train", "-q", "-b", "1", "-g", "0.3", str(d / "tr"), str(d / "m")]) == 0
+    assert "probA " in (d / "m").read_text()
+    ref = SVC(C=1.0, gamma=0.3, probability=True, random_state=0, device="cpu").fit(X[:180], y[:180])
+    assert main(["predict", "-b", "1", str(d / "te"), str(d / "m"), str(d / "out")]) == 0
+    lines = (d / "out").read_text().splitlines()
+    labels = [int(v) for v in lines[0].split()[1:]]
+    assert lines[0].startswith("labels ") and sorted(labels) == [-1, 1]
+    rows = np.array([[float(v) for v in ln.split()] for ln in lines[1:]])
+    proba = ref.predict_proba(X[180:])[:, np.searchsorted(ref.classes_, labels)]
+    np.testing.assert_allclose(rows[:, 1:], proba, rtol=1e-5, atol=1e-6)  # %g: 6 digits
+    np.testing.assert_array_equal(rows[:, 0], np.asarray(labels)[proba.argmax(axis=1)])
+    capsys.readouterr()
+    # -b 0 on a probability model: LIBSVM's note, plain labels
+    assert main(["predict", str(d / "te"), str(d / "m"), str(d / "out")]) == 0
+    assert "Model supports probability estimates, but disabled in prediction." in capsys.readouterr().out
+    # -b 1 on a model without probabilities: a clear error
+    assert main(["train", "-q", "-g", "0.3", str(d / "tr"), str(d / "plain")]) == 0
+    assert main(["predict", "-b", "1", str(d / "te"), str(d / "plain"), str(d / "out")]) == 1
+    assert "does not support probability estimates" in capsys.readouterr().err
+
+
 def test_predict_command_with_a_test_file_of_another_width(files):
     """Narrower test file: read as the model's width; wider: the extra features enter the RBF gram
     through ||x||^2, as in LIBSVM."""
@@ -208,7 +275,7 @@ def test_train_cross_validation(files, capsys):
 
 
 @pytest.mark.parametrize("args,match", [(["-s", "1"], "C-SVC only"), (["-t", "4"], "precomputed"),
-                                        (["-b", "1"], "probability"), (["-x", "1"], "unknown option"),
+                                        (["-b", "2"], "probability_estimates is 0 or 1"), (["-x", "1"], "unknown option"),
                                         (["-c", "abc"], "not a valid number"),
                                         (["-c", "-1"], "'C' parameter")])
 def test_train_rejects_bad_options(files, capsys, args, match):

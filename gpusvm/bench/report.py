@@ -122,7 +122,7 @@ def to_markdown(doc) -> str:
         f"- machine: {_machine_line(doc)}",
         f"- platform: {doc['machine'].get('platform')}",
         f"- git commit: {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}",
-        f"- versions: " + ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v is not None),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v is not None),
         f"- repeats: {s['repeat']} timed fits after one warm-up (warm-up on at most {s['warmup_max']:,} rows); "
         f"times are min (and median) over repeats; inputs: {s['inputs']}",
         f"- max_train: {s['max_train']}, max_test: {s['max_test']}, time limit: {s['time_limit_s']} s "
