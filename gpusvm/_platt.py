@@ -38,8 +38,7 @@ def sigmoid_train(f, y, *, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
     t = np.where(pos, (prior1 + 1.0) / (prior1 + 2.0), 1.0 / (prior0 + 2.0))
     A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
     fval = _nll(f, t, A, B)
-    it = 0
-    for it in range(max_iter):
+    for _ in range(max_iter):
         z = f * A + B
         e = np.exp(-np.abs(z))
         p = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))  # P(+1 | f) = 1 / (1 + exp(z))
