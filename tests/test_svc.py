@@ -285,6 +285,30 @@ def test_pairwise_gram_rows_match_gram(kernel, dense):
         np.testing.assert_allclose(out[40:260], ref, rtol=1e-12, atol=1e-14)
         assert np.isnan(out[:40]).all() and np.isnan(out[260:]).all()
 
+def test_pairwise_gram_rows_sum_the_features_in_order():
+    """The dense row kernel goes over the nonzero features of x_i four per pass, but adds them to each
+    dot product in feature order: the same bits as one feature at a time (linear gram, float64 rows)."""
+    from gpusvm._backend.ops.smo_pairwise import _CODES, _fill_q, _prepare
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 23)) * (rng.random((500, 23)) < 0.5)  # 0..23 nonzeros per row: every remainder
+    y = np.where(rng.random(500) < 0.5, -1.0, 1.0)
+    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(X)
+    gx = (XT, indptr, indices, data, np.arange(500), sq, y)
+    gk = (sparse, _CODES["linear"], 1.0, 0.0, 3)
+    ws = (np.zeros(500), np.zeros(500), np.zeros(500), np.zeros(n_buf))
+    out = np.empty(500)
+    counts = set()
+    for i in range(0, 500, 7):
+        _fill_q(i, out, 0, 500, gx, gk, ws)
+        dots = np.zeros(500)
+        for f in np.flatnonzero(X[i]):
+            dots = dots + X[i, f] * X[:, f]
+        counts.add(np.count_nonzero(X[i]) % 4)
+        np.testing.assert_array_equal(out, y[i] * y * dots)
+    assert counts == {0, 1, 2, 3}
+
+
 @pytest.mark.parametrize("name", ["smo", "pa-smo"])
 def test_warm_start(name):
     X, y = _binary_problem(400, seed=1)

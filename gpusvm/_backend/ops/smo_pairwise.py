@@ -35,6 +35,13 @@ sums its features in order; the RBF exponential is the vectorizable polynomial `
 BSGD op (Numba's ``math.exp`` is one libm call per value: 6 ns against about 1 ns). Larger CSR X is
 read through the permutation.
 
+The axpy sweeps take the nonzero features of x_i four per pass over the dot products (the additions
+still in feature order: the same bits as one feature at a time, tests/test_svc.py), which cut the
+passes over the n-long dot-product buffer by four: rows 21% faster on ijcnn1 (22 features) and 14% on
+a9a (123 features, 14 nonzero; 1.7x for the linear gram); whole cold SVC fits (process CPU seconds,
+two runs each, same steps and objective to the bit) ijcnn1 4.8 / 5.6 -> 3.5-4.4 s, a9a 8.6 / 8.7 ->
+6.4-7.9 s.
+
 Why (profiled on dense phishing against sklearn's dense LIBSVM, which took 1.4 s of CPU time to our
 2.1 s before these changes): half of our Gram values (26M of 54.5M) came from the gradient
 reconstruction, which computed the inactive tails without the cache and then cleared it; the dense
@@ -112,12 +119,43 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
     else:
         for k in range(m):
             dots[k] = 0.0
-        for f in range(XT.shape[0]):
-            a = XT[f, pi]
-            if a != 0.0:
-                row = XT[f, k0:k1]
+        # the nonzero features of x_i four at a time: one pass over dots per four features instead of
+        # one per feature, the additions still in feature order (the same bits as one at a time)
+        d = XT.shape[0]
+        f = 0
+        while f < d:
+            c = 0
+            f0 = f1 = f2 = f3 = 0
+            a0 = a1 = a2 = a3 = 0.0
+            while f < d and c < 4:
+                a = XT[f, pi]
+                if a != 0.0:
+                    if c == 0:
+                        f0, a0 = f, a
+                    elif c == 1:
+                        f1, a1 = f, a
+                    elif c == 2:
+                        f2, a2 = f, a
+                    else:
+                        f3, a3 = f, a
+                    c += 1
+                f += 1
+            r0 = XT[f0, k0:k1]
+            if c == 4:
+                r1, r2, r3 = XT[f1, k0:k1], XT[f2, k0:k1], XT[f3, k0:k1]
                 for k in range(m):
-                    dots[k] += a * row[k]
+                    dots[k] = (((dots[k] + a0 * r0[k]) + a1 * r1[k]) + a2 * r2[k]) + a3 * r3[k]
+            elif c == 3:
+                r1, r2 = XT[f1, k0:k1], XT[f2, k0:k1]
+                for k in range(m):
+                    dots[k] = ((dots[k] + a0 * r0[k]) + a1 * r1[k]) + a2 * r2[k]
+            elif c == 2:
+                r1 = XT[f1, k0:k1]
+                for k in range(m):
+                    dots[k] = (dots[k] + a0 * r0[k]) + a1 * r1[k]
+            elif c == 1:
+                for k in range(m):
+                    dots[k] += a0 * r0[k]
     yi = yp_full[pi]
     if code == 0:
         for k in range(m):
