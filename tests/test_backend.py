@@ -233,3 +233,22 @@ def test_device_memory_guard_as_decorator_without_backend():
         fit()
     with pytest.raises(MemoryError):  # a fresh guard on every call
         fit()
+
+
+def test_auto_with_cupy_inputs_uses_the_device_holding_them(monkeypatch):
+    """CuPy data on device 1 (or a cupyx matrix whose .data is there) selects gpu:1, not device 0."""
+    import types
+
+    import gpusvm._backend as backend_mod
+
+    asked = []
+    monkeypatch.setattr(backend_mod, "gpu_status", lambda dev_id=0: asked.append(dev_id) or (True, ""))
+    monkeypatch.setattr(backend_mod, "_gpu_backend", lambda dev_id: ("gpu", dev_id))
+    on1 = type("ndarray", (), {"__module__": "cupy", "device": types.SimpleNamespace(id=1), "shape": (3, 2)})()
+    sparse_on2 = type("csr_matrix", (), {"__module__": "cupyx.scipy.sparse",
+                                         "data": types.SimpleNamespace(device=types.SimpleNamespace(id=2)),
+                                         "shape": (3, 2)})()
+    assert get_backend("auto", on1) == ("gpu", 1)
+    assert get_backend("auto", sparse_on2) == ("gpu", 2)
+    assert get_backend("gpu:3", on1) == ("gpu", 3)  # an explicit device is used as given
+    assert asked == [1, 2, 3]

@@ -2,7 +2,8 @@
 
 Rule for ``device="auto"``
 --------------------------
-* any input is a CuPy array (or cupyx sparse matrix)  -> GPU (the data already lives there);
+* any input is a CuPy array (or cupyx sparse matrix)  -> GPU, the device holding the first such input
+  (the data already live there);
 * otherwise the GPU is used when CuPy imports, a CUDA device answers, and the problem is large enough
   to pay off: the first input has at least :data:`AUTO_GPU_MIN_SAMPLES` rows (20,000). Below that the
   cost of moving data and launching kernels outweighs the gain for every solver we ship;
@@ -106,6 +107,15 @@ def _n_rows(a) -> int:
         return 0
 
 
+def _cupy_device_id(a) -> int:
+    """The CUDA device holding CuPy array / cupyx sparse matrix ``a`` (0 when it does not say)."""
+    for holder in (a, getattr(a, "data", None)):
+        dev = getattr(holder, "device", None)
+        if dev is not None and isinstance(getattr(dev, "id", None), int):
+            return int(dev.id)
+    return 0
+
+
 def get_backend(device="auto", *arrays) -> Backend:
     """Return the backend for ``device`` ("auto", "cpu", "gpu" or "gpu:N") and the input ``arrays``.
 
@@ -135,6 +145,7 @@ def get_backend(device="auto", *arrays) -> Backend:
         return _gpu_backend(dev_id)
     # auto
     if "cupy" in libs:
+        dev_id = _cupy_device_id(arrays[libs["cupy"][0]])  # where the data already are
         ok, why = gpu_status(dev_id)
         if not ok:
             raise RuntimeError(f"CuPy inputs were given but no GPU is usable: {why}")
