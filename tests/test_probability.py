@@ -109,3 +109,18 @@ def test_calibrated_classifier_cv_wraps_svc():
     cal = CalibratedClassifierCV(SVC(C=10, device="cpu"), ensemble=False).fit(Xtr, ytr)
     p = cal.predict_proba(Xte)
     assert p.shape == (Xte.shape[0], 2) and log_loss(yte, p) < 0.2
+
+
+@pytest.mark.gpu
+def test_gpu_probabilities_match_cpu(gpu_backend):
+    """Same folds (random_state) on both devices: the sigmoids differ only by the solvers' tolerance."""
+    import cupy as cp
+
+    X, y = load_iris(return_X_y=True)
+    cpu = SVC(C=4.0, gamma=0.5, probability=True, device="cpu", random_state=0).fit(X, y)
+    gpu = SVC(C=4.0, gamma=0.5, probability=True, device="gpu", random_state=0).fit(X, y)
+    np.testing.assert_allclose(gpu.probA_, cpu.probA_, rtol=0.05, atol=0.05)
+    p_np = gpu.predict_proba(X)
+    assert isinstance(p_np, np.ndarray)
+    assert isinstance(gpu.predict_proba(cp.asarray(X)), cp.ndarray)
+    assert np.abs(p_np - cpu.predict_proba(X)).max() < 0.02
