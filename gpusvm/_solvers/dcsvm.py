@@ -67,6 +67,11 @@ the warm start removes more top-level work than the levels below cost. Hence:
   4be7d82; after it, whole DCSVC fits, two runs each: 9.5 / 12.5 s with, 8.7 / 10.0 s without). On ijcnn1 (2.8k of 50k, 5.6%) it costs 0.2 s and saves the top
   2k steps and 44M Gram values (top 3.2 / 2.9 CPU-s with it, 3.7 / 3.9 s without; whole fit 5.7 /
   5.0 s with it, 5.6 / 6.2 s without: the k-means CPU time varied as much);
+* the top solve has a floor that better warm starts do not lower: on full ijcnn1 (estimator
+  defaults, process CPU seconds, one run each at 4be7d82) it took 3.0-3.1 s whether the levels below
+  were solved to sub_tol 0.1 (22k top steps) or 1e-3 (9k steps); its warm-start gradient alone (2.4k
+  rows x 50k, about 120M Gram values at ~7 ns each) took 1.0 s with max_iter=1, and 1,000 steps 1.7 s.
+  Faster Gram values, not fewer steps, are what would move DC-SVM ahead of the cold solve on the CPU;
 * on the CPU the refine and top solves run the solver's own CPU default, the pair-at-a-time loop,
   like the levels. (Until the loop got its dense transposed layout (dc3bdf1), a warm start with many
   nonzero alphas (a9a: 34%) switched to the batched decomposition, then 2x faster there; re-measured
