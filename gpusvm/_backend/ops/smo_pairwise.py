@@ -121,13 +121,13 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
             dots[k] = 0.0
         # the nonzero features of x_i four at a time: one pass over dots per four features instead of
         # one per feature, the additions still in feature order (the same bits as one at a time)
-        d = XT.shape[0]
+        n_feat = XT.shape[0]
         f = 0
-        while f < d:
+        while f < n_feat:
             c = 0
             f0 = f1 = f2 = f3 = 0
             a0 = a1 = a2 = a3 = 0.0
-            while f < d and c < 4:
+            while f < n_feat and c < 4:
                 a = XT[f, pi]
                 if a != 0.0:
                     if c == 0:
