@@ -64,9 +64,13 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         Most support vectors per binary problem; must be >= ``n_merge``.
     n_merge : int, default=2
         M, the number of SVs merged into one at each budget maintenance (2 = classic BSGD). >= 2.
-    merge : {"cascade", "gradient"}, default="cascade"
+    merge : {"cascade", "gradient", "greedy"}, default="cascade"
         "cascade" (MM-BSGD): merge the M-1 best partners one after the other, each by golden-section
-        search. "gradient" (MM-GD): merge all M at once by gradient (fixed-point) steps on z.
+        search. "gradient" (MM-GD): merge all M at once by gradient (fixed-point) steps on z. "greedy"
+        (ours, CPU only): a cascade that re-chooses each next partner against the running merged point
+        among the 8 (M-1) best partners of the one search; with narrow Gaussians (phishing, ijcnn1) it
+        keeps multi-merge within about 1 point of M=2's accuracy where "cascade" loses 2-4 points (see
+        :mod:`gpusvm._backend.ops.bsgd` and benchmarks/results/budget_greedy_cpu.md).
     epochs : int, default=1
         Passes over the data, each in a fresh random order. >= 1.
     random_state : int, RandomState instance or None, default=None
@@ -133,7 +137,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
                 f"The 'budget' parameter of {name} must be an int >= n_merge ({self.n_merge}): a "
                 f"merge replaces n_merge support vectors by one. Got {self.budget!r} instead."
             )
-        check_options(self.merge, "merge", name, ("cascade", "gradient"))
+        check_options(self.merge, "merge", name, ("cascade", "gradient", "greedy"))
         check_scalar(self.epochs, "epochs", name, kind="int", low=1)
 
     @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "

@@ -49,8 +49,12 @@ def _ref_golden(ai, aj, gd2, n_gss=10):
         if s(he) > best:
             h, best = he, s(he)
     az = (ai + aj) * best
-    deg = max(0.0, ai * ai + aj * aj + 2 * ai * aj * math.exp(-gd2) - az * az)
-    return h, az, deg
+    # ai^2 + aj^2 + 2 ai aj kappa - az^2, written as the op writes it (no cancellation), so that
+    # near-ties between candidates fall the same way
+    u = 1.0 - h
+    deg = (-(ai * ai * math.expm1(-2.0 * gd2 * u * u) + aj * aj * math.expm1(-2.0 * gd2 * h * h))
+           + 2.0 * ai * aj * math.exp(-gd2 * (u * u + h * h)) * math.expm1(-2.0 * gd2 * h * u))
+    return h, az, max(0.0, deg)
 
 
 def _sqdist(a, b):
@@ -87,7 +91,24 @@ def _ref_bsgd(X, y, order, lam, gamma, budget, n_merge, merge, n_gss=10, n_gd=10
                 sv.pop(), alpha.pop()
                 continue
             z, az = sv[first].copy(), alpha[first]
-            if merge == "cascade":
+            if merge == "greedy":  # the next partner re-chosen against z among the shortlist
+                from gpusvm._backend.ops.bsgd import GREEDY_SHORTLIST
+
+                finite = [int(j) for j in np.argsort(degs, kind="stable") if np.isfinite(degs[j])]
+                short = finite[:min(len(sv) - 1, GREEDY_SHORTLIST * (n_merge - 1))]
+                partners = []
+                for _ in range(n_merge - 1):
+                    best, best_deg = None, np.inf
+                    for c in short:
+                        if c not in partners:
+                            h, az_c, dg = _ref_golden(az, alpha[c], gamma * _sqdist(z, sv[c]), n_gss)
+                            if dg < best_deg:
+                                best, best_deg, bh, baz = c, dg, h, az_c
+                    if best is None:
+                        break
+                    partners.append(best)
+                    z, az = bh * z + (1 - bh) * sv[best], baz
+            elif merge == "cascade":
                 for p in partners:
                     d2 = _sqdist(z, sv[p])
                     h, az, _ = _ref_golden(az, alpha[p], gamma * d2, n_gss)
@@ -203,7 +224,8 @@ def _small_problem(n=240, seed=0):
     return X, y
 
 
-@pytest.mark.parametrize("n_merge,merge", [(2, "cascade"), (3, "cascade"), (4, "gradient")])
+@pytest.mark.parametrize("n_merge,merge", [(2, "cascade"), (3, "cascade"), (4, "gradient"), (3, "greedy"),
+                                           (5, "greedy")])
 def test_compiled_loop_matches_python_reference(n_merge, merge):
     X, y = _small_problem()
     C, gamma, budget = 4.0, 4.0, 12
@@ -322,7 +344,7 @@ def test_string_labels_and_gamma_scale():
     (dict(epochs=0), r"'epochs' parameter of BudgetSVC must be an int in the range \[1, inf\)\. Got 0"),
     (dict(epochs=1.5), r"'epochs'"),
     (dict(C=-1), r"'C' parameter of BudgetSVC must be a float in the range \(0.0, inf\)\. Got -1"),
-    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'gradient'\]"),
+    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'gradient', 'greedy'\]"),
     (dict(gamma=0.0), r"'gamma'"),
     (dict(gamma="big"), r"'gamma'"),
 ])
