@@ -68,9 +68,12 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         "cascade" (MM-BSGD): merge the M-1 best partners one after the other, each by golden-section
         search. "gradient" (MM-GD): merge all M at once by gradient (fixed-point) steps on z. "greedy"
         (ours, CPU only): a cascade that re-chooses each next partner against the running merged point
-        among the 8 (M-1) best partners of the one search; with narrow Gaussians (phishing, ijcnn1) it
-        keeps multi-merge within about 1 point of M=2's accuracy where "cascade" loses 2-4 points (see
-        :mod:`gpusvm._backend.ops.bsgd` and benchmarks/results/budget_greedy_cpu.md).
+        among the 8 (M-1) best partners of the one search. A trade-off, not a better default: with
+        narrow Gaussians at the 5% budgets it keeps M=3 and M=5 within 0.8 points of M=2's accuracy
+        where "cascade" loses 2.6-3.8 (phishing B=143, ijcnn1 B=124), and on phishing still trains
+        1.6x / 1.5x faster than M=2; but its shortlist merges cost most of multi-merge's speed-up
+        elsewhere (ijcnn1 0.9x, a9a B=114 0.8-0.9x against cascade's 1.2-2.1x), and at the 1% budgets
+        and M=10 it is no more accurate (benchmarks/results/budget_greedy_cpu.md, 7 seeds, one epoch).
     epochs : int, default=1
         Passes over the data, each in a fresh random order. >= 1.
     random_state : int, RandomState instance or None, default=None

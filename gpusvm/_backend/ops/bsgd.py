@@ -24,7 +24,9 @@ ties); every other SV of the same sign is scored by the degradation of merging i
   candidate) drop a large coefficient; re-choosing against z keeps losing small ones. Measured (7
   seeds, one epoch, CPU): phishing B=143 M=3 / 5: 91.9 / 91.9% (cascade) -> 93.8 / 93.8% (greedy) against
   94.5% at M=2; ijcnn1 B=124: 92.1 / 91.4% -> 95.6 / 94.8% against 95.2% (shortlist 2 (M-1): 92.7 /
-  92.8% and 94.9 / 94.9%; 4 (M-1): 93.0 / 92.6% and 95.3 / 94.7%);
+  92.8% and 94.9 / 94.9%; 4 (M-1): 93.0 / 92.6% and 95.3 / 94.7%). It costs speed: up to
+  GREEDY_SHORTLIST (M-1)^2 extra golden-section searches per maintenance, so at M=10 or small budgets it
+  is slower than M=2 (benchmarks/results/budget_greedy_cpu.md);
 * "gradient" (MM-GD, Algorithm 2): merged all at once: z starts at the alpha-weighted mean of the M
   points and climbs g(z) = sum_i a_i k(x_i, z) (a_z = g(z) is the best coefficient and the degradation
   is ||w_M||^2 - g(z)^2) by gradient steps with the step size 1 / (2 gamma g(z)), i.e. the fixed-point
