@@ -67,7 +67,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     merge : {"cascade", "gradient", "greedy"}, default="cascade"
         "cascade" (MM-BSGD): merge the M-1 best partners one after the other, each by golden-section
         search. "gradient" (MM-GD): merge all M at once by gradient (fixed-point) steps on z. "greedy"
-        (ours, CPU only): a cascade that re-chooses each next partner against the running merged point
+        (ours): a cascade that re-chooses each next partner against the running merged point
         among the 8 (M-1) best partners of the one search. A trade-off, not a better default: with
         narrow Gaussians at the 5% budgets it keeps M=3 and M=5 within 0.8 points of M=2's accuracy
         where "cascade" loses 2.6-3.8 (phishing B=143, ijcnn1 B=124), and on phishing still trains

@@ -14,6 +14,7 @@
 // gpusvm:instantiate bsgd_train<double>
 
 #define BSGD_THREADS 256
+#define BSGD_GREEDY_SHORTLIST 8  // = GREEDY_SHORTLIST of gpusvm/_backend/ops/bsgd.py (a test checks)
 
 template <typename T> __device__ __forceinline__ T bsgd_warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -132,9 +133,11 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
         for (int j = tid; j < nsv; j += nt)
             gpusvm_merge_candidate<T>(sv, alpha, d, first, j, gamma, n_gss, work_deg, work_h);
         __syncthreads();
-        // the n_merge - 1 best partners, increasing degradation, lower index on ties
+        // the n_merge - 1 best partners, increasing degradation, lower index on ties; "greedy" (code 2):
+        // the BSGD_GREEDY_SHORTLIST (n_merge - 1) best, kept in work_h (its search values are not needed)
+        const int n_pick = merge_code == 2 ? min(nsv - 1, BSGD_GREEDY_SHORTLIST * (n_merge - 1)) : n_merge - 1;
         int found = 0;
-        for (int r = 0; r < n_merge - 1; ++r) {
+        for (int r = 0; r < n_pick; ++r) {
             T v = gpusvm_merge_inf<T>();
             int vi = -1;
             for (int j = tid; j < nsv; j += nt) {
@@ -143,7 +146,11 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
             }
             int best = bsgd_block_argmin<T>(v, vi, redv, redi);
             if (best < 0) break;
-            if (tid == 0) { partners[found] = best; work_deg[best] = gpusvm_merge_inf<T>(); }
+            if (tid == 0) {
+                if (merge_code == 2) work_h[found] = (T)best;
+                else partners[found] = best;
+                work_deg[best] = gpusvm_merge_inf<T>();
+            }
             ++found;
             __syncthreads();
         }
@@ -161,7 +168,38 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
             for (int k = tid; k < d; k += nt) z[k] = sv[(long long)first * d + k];
             T az = alpha[first];
             __syncthreads();
-            if (merge_code == 0) {  // cascade: merge partners one after the other
+            if (merge_code == 2) {  // greedy: each next partner re-chosen against z among the shortlist
+                const int n_cand = found;
+                found = 0;
+                for (int q = 0; q < n_merge - 1; ++q) {
+                    T v = gpusvm_merge_inf<T>();
+                    int vi = -1;
+                    for (int c = tid; c < n_cand; c += nt) {  // one thread per shortlisted SV
+                        const int pc = (int)work_h[c];
+                        if (pc < 0) continue;  // merged already
+                        const T* xc = sv + (long long)pc * d;
+                        T d2c = (T)0;
+                        for (int k = 0; k < d; ++k) { T u = z[k] - xc[k]; d2c += u * u; }
+                        T hc, azc, dgc;
+                        gpusvm_golden_merge<T>(az, alpha[pc], gamma * d2c, n_gss, &hc, &azc, &dgc);
+                        if (dgc < v) { v = dgc; vi = c; }
+                    }
+                    const int bc = bsgd_block_argmin<T>(v, vi, redv, redi);
+                    if (bc < 0) break;
+                    const int p = (int)work_h[bc];
+                    const T* xp = sv + (long long)p * d;
+                    T part = (T)0;
+                    for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
+                    const T d2 = bsgd_block_sum<T>(part, red);  // ends with a barrier: z reads are done
+                    T h, az_new, dg;
+                    gpusvm_golden_merge<T>(az, alpha[p], gamma * d2, n_gss, &h, &az_new, &dg);
+                    for (int k = tid; k < d; k += nt) z[k] = h * z[k] + ((T)1 - h) * xp[k];
+                    az = az_new;
+                    if (tid == 0) { partners[found] = p; work_h[bc] = (T)(-1); }
+                    ++found;
+                    __syncthreads();
+                }
+            } else if (merge_code == 0) {  // cascade: merge partners one after the other
                 for (int q = 0; q < found; ++q) {
                     const int p = partners[q];
                     const T* xp = sv + (long long)p * d;

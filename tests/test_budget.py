@@ -427,7 +427,7 @@ def test_cpu_gpu_training_agree(gpu_backend):
     import cupy as cp
 
     X, y = _small_problem(n=2000, seed=7)
-    for budget, M, merge in [(5000, 2, "cascade"), (50, 3, "cascade"), (50, 4, "gradient")]:
+    for budget, M, merge in [(5000, 2, "cascade"), (50, 3, "cascade"), (50, 4, "gradient"), (50, 4, "greedy")]:
         kw = dict(C=8, gamma=8, budget=budget, n_merge=M, merge=merge, random_state=0)
         a = BudgetSVC(device="cpu", **kw).fit(X, y)
         b = BudgetSVC(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
@@ -455,3 +455,14 @@ def test_sklearn_contract_clone_and_params():
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
     assert not hasattr(est, "dual_coef_")  # __init__ stores parameters only
     assert a.n_features_in_ == 2 and a.n_iter_ == 2
+
+
+def test_greedy_shortlist_size_is_the_same_in_the_cuda_kernel():
+    """kernels/bsgd.cu hard-codes the greedy shortlist factor; it must be the CPU loop's."""
+    import re
+    from pathlib import Path
+
+    from gpusvm._backend.ops.bsgd import GREEDY_SHORTLIST
+
+    src = (Path(__file__).resolve().parents[1] / "kernels" / "bsgd.cu").read_text()
+    assert int(re.search(r"#define BSGD_GREEDY_SHORTLIST (\d+)", src).group(1)) == GREEDY_SHORTLIST

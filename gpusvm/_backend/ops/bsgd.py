@@ -16,7 +16,7 @@ ties); every other SV of the same sign is scored by the degradation of merging i
 
 * "cascade" (MM-BSGD, Algorithm 1): merged one after the other in order of increasing degradation,
   z <- merge(z, partner) by golden-section search each time;
-* "greedy" (ours, CPU only): a cascade whose next partner is re-chosen each time: among a shortlist of
+* "greedy" (ours): a cascade whose next partner is re-chosen each time: among a shortlist of
   the ``GREEDY_SHORTLIST * (M-1)`` best partners of the first candidate (from the same single search),
   the SV whose golden-section merge with the running z degrades least. Why: with a narrow Gaussian two
   distant points merge into (nearly) the one with the larger coefficient, so the plain cascade's later
@@ -478,9 +478,6 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
 
     from ..cuda_source import get_kernel
 
-    if merge == "greedy":
-        raise ValueError("merge='greedy' is implemented on the CPU only (kernels/bsgd.cu has 'cascade' and "
-                         "'gradient'); use device='cpu' or another merge.")
     with be.device:
         X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
         d = X.shape[1]
