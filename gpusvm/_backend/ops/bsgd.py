@@ -121,7 +121,10 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
     d = sv.shape[1]
     first = argmin_abs(alpha, n_sv)
     merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs)
-    found = smallest_k(deg, n_sv, n_merge - 1, partners)
+    # the M - 1 best partners; greedy: a shortlist of the GREEDY_SHORTLIST * (M - 1) best (as the kernel)
+    n_pick = min(n_sv - 1, GREEDY_SHORTLIST * (n_merge - 1)) if merge_code == 2 else n_merge - 1
+    cand = np.empty(max(1, n_pick), dtype=np.int64) if merge_code == 2 else partners
+    found = smallest_k(deg, n_sv, n_pick, cand)
     if found == 0:  # no same-sign SV: remove the first candidate
         dg = alpha[first] * alpha[first] if track else 0.0
         last = n_sv - 1
@@ -134,12 +137,10 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
         z[k] = sv[first, k]
     az = alpha[first]
     if merge_code == 2:  # greedy cascade: each next partner re-chosen against the running z
-        # shortlist: the GREEDY_SHORTLIST * (M - 1) best partners of the first candidate (from the one
-        # search); each merge takes the shortlisted SV whose merge with the running z degrades least
-        n_short = min(n_sv - 1, GREEDY_SHORTLIST * (n_merge - 1))
-        cand = np.empty(max(n_short, 1), dtype=np.int64)
-        n_cand = smallest_k(deg, n_sv, n_short, cand)
-        used = np.zeros(max(n_cand, 1), dtype=np.bool_)
+        # each merge takes the shortlisted SV (cand[:found], from the one search) whose merge with the
+        # running z degrades least
+        n_cand = found
+        used = np.zeros(n_cand, dtype=np.bool_)
         found = 0
         for q in range(n_merge - 1):
             best = -1

@@ -555,20 +555,15 @@ def _solve(gx, gk, C, alpha, QD, store, tol, max_iter, shrinking, planning, pa_r
     # whichever rows the loop computed last (see the module docstring).
     for t in range(n):
         G[t] = -1.0
-    n_bounded = 0
+    scratch = np.empty(n, dtype=store.dtype)
     for i in range(n):
         if alpha[i] > 0.0 and alpha[i] >= C[i]:
-            n_bounded += 1
-    if n_bounded > 0:
-        scratch = np.empty(n, dtype=store.dtype)
-        for i in range(n):
-            if alpha[i] > 0.0 and alpha[i] >= C[i]:
-                _fill_q(i, scratch, 0, n, gx, gk5, ws)
-                counters[4] += n
-                a = alpha[i]
-                for t in range(n):
-                    G[t] += a * scratch[t]
-                    Gbar[t] += C[i] * scratch[t]
+            _fill_q(i, scratch, 0, n, gx, gk5, ws)
+            counters[4] += n
+            a = alpha[i]
+            for t in range(n):
+                G[t] += a * scratch[t]
+                Gbar[t] += C[i] * scratch[t]
     for i in range(n):
         if alpha[i] > 0.0 and alpha[i] < C[i]:
             Qi = store[_get_row(i, n, -1, cache, gx, gk5, ws)]
