@@ -47,6 +47,24 @@ def _full_pattern_csr(dense):
                          shape=(rows, cols))
 
 
+def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm):
+    """Decision values ``coef @ K(SV, X) + b`` of shape (len(X), len(b)) on ``be``, the Gram values
+    computed in blocks of at most 64 MB (``coef``: (p, n_SV), ``b``: (p,))."""
+    xp = be.xp
+    n = int(X.shape[0])
+    n_sv = int(SV.shape[0])
+    dec = xp.empty((n, int(b.shape[0])), dtype=xp.float64)
+    if n_sv == 0:
+        dec[...] = b[None, :]
+        return dec
+    step = max(1, (64 * 2**20) // (8 * n_sv))
+    for s0 in range(0, n, step):
+        s1 = min(n, s0 + step)
+        K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
+        dec[s0:s1] = (coef @ K).T + b[None, :]
+    return dec
+
+
 class SVC(ClassifierMixin, BaseEstimator):
     """C-support vector classification with an exact dual solver, on the CPU or the GPU.
 
@@ -385,7 +403,6 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Cross-validated decision values of one class pair for Platt scaling, as LIBSVM's
         ``svm_binary_svc_probability``: a random permutation cut into 5 folds; a fold whose training
         part holds one class only gets +1 or -1."""
-        xp = be.xp
         n_b = yb.shape[0]
         perm = rs.permutation(n_b)
         dec = np.zeros(n_b)
@@ -404,17 +421,11 @@ class SVC(ClassifierMixin, BaseEstimator):
                             alpha0=None, x_sqnorm=x_sq[tr], verbose=0, random_state=self.random_state, **opts)
             coef = _host(be, res.alpha).astype(np.float64) * yb[train]
             nz = np.flatnonzero(coef)
-            f = np.full(test.shape[0], float(res.b))
-            if nz.shape[0]:
-                sv = be.asarray(train[nz])
-                SV, c_sv = be.take_rows(Xb, sv), be.asarray(coef[nz])
-                step = max(1, (64 * 2**20) // (8 * nz.shape[0]))  # Gram blocks of at most 64 MB
-                for s0 in range(0, test.shape[0], step):
-                    te = be.asarray(test[s0:s0 + step])
-                    K = be.gram(SV, be.take_rows(Xb, te), spec, x_sqnorm=x_sq[sv], y_sqnorm=x_sq[te],
-                                dtype=xp.float64)
-                    f[s0:s0 + step] += _host(be, c_sv @ K)
-            dec[test] = f
+            sv, te = be.asarray(train[nz]), be.asarray(test)
+            f = _blocked_decision(be, be.take_rows(Xb, sv), be.asarray(coef[nz][None, :]),
+                                  be.asarray(np.array([float(res.b)])), be.take_rows(Xb, te), spec,
+                                  sv_sqnorm=x_sq[sv], x_sqnorm=x_sq[te])
+            dec[test] = _host(be, f)[:, 0]
         return dec
 
     # ------------------------------------------------------------------------------------------
@@ -436,22 +447,9 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but SVC is expecting {self.n_features_in_} "
                              "features as input.")
         xp = be.xp
-        spec = self._gram_spec(self._gamma)
         SV = self.support_vectors_
-        n = int(X.shape[0])
-        n_sv = int(SV.shape[0])
-        dec = xp.empty((n, int(self._pair_coef.shape[0])), dtype=xp.float64)
-        if n_sv == 0:
-            dec[...] = self._pair_b[None, :]
-            return be, dec, lib
-        sv_sq = be.row_sqnorms(SV, xp.float64)
-        x_sq = be.row_sqnorms(X, xp.float64)
-        step = max(1, (64 * 2**20) // (8 * n_sv))
-        for s0 in range(0, n, step):
-            s1 = min(n, s0 + step)
-            Xc = X[s0:s1]
-            K = be.gram(SV, Xc, spec, x_sqnorm=sv_sq, y_sqnorm=x_sq[s0:s1], dtype=xp.float64)
-            dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
+        dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, self._gram_spec(self._gamma),
+                                sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=be.row_sqnorms(X, xp.float64))
         return be, dec, lib
 
     def decision_function(self, X):
