@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pytest
+
+if os.environ.get("GPUSVM_CUDASIM") == "1":  # GPU tests on the CPU emulator (tests/cudasim), no GPU needed
+    from cudasim import install as _install_cudasim
+
+    _install_cudasim()
 
 from gpusvm import get_backend, gpu_status
 from gpusvm.datasets import find_data_dir, load_svmlight

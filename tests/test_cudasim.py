@@ -1,0 +1,132 @@
+"""The CPU emulator of the CUDA kernels (tests/cudasim) catches what it claims to catch.
+
+These run in the default suite (they need g++, not a GPU, and do not install the stand-in CuPy); the GPU
+tests themselves run on the emulator with ``GPUSVM_CUDASIM=1 python -m pytest -m gpu`` (see README).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import cudasim
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not found (the emulator compiles with it)")
+
+SRC = r"""
+// gpusvm:instantiate block_sum<double>
+template <typename T>
+__global__ void block_sum(const T* x, long long n, T* out) {
+    __shared__ T red[32];
+    T v = 0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) v += x[i];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = 0;
+        for (int w = 0; w < (int)(blockDim.x + 31) / 32; ++w) s += red[w];
+        out[blockIdx.x] = s;
+    }
+}
+
+// neighbour read without a barrier between the write and the read: a race on a GPU
+__global__ void racy_shift(const double* x, double* y) {
+    extern __shared__ double buf[];
+    buf[threadIdx.x] = x[threadIdx.x];
+    y[threadIdx.x] = threadIdx.x > 0 ? buf[threadIdx.x - 1] : 0.0;
+}
+
+__global__ void fixed_shift(const double* x, double* y) {
+    extern __shared__ double buf[];
+    buf[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    y[threadIdx.x] = threadIdx.x > 0 ? buf[threadIdx.x - 1] : 0.0;
+}
+
+// half of the block waits at a barrier the other half never reaches
+__global__ void divergent_barrier(double* y) {
+    if (threadIdx.x < 16) __syncthreads();
+    y[threadIdx.x] = 1.0;
+}
+
+// reads dynamic shared memory nobody wrote
+__global__ void uninit_read(double* y) {
+    extern __shared__ double buf[];
+    y[threadIdx.x] = buf[threadIdx.x];
+}
+"""
+NAMES = ["block_sum<double>", "racy_shift", "fixed_shift", "divergent_barrier", "uninit_read"]
+
+
+@pytest.fixture(scope="module")
+def mod():
+    m = cudasim.RawModule(code=SRC, name_expressions=NAMES)
+    m.compile()
+    return m
+
+
+def dev(a):
+    return cudasim.asarray(a)
+
+
+def test_block_reduction_with_shuffles_and_shared_memory(mod):
+    x = np.random.default_rng(0).random(1000)
+    out = dev(np.zeros(3))
+    for threads in (32, 96, 256):
+        mod.get_function("block_sum<double>")((3,), (threads,), (dev(x), np.int64(1000), out))
+        np.testing.assert_allclose(out.get(), x.sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_missing_barrier_shows_up_under_one_schedule_order(mod, monkeypatch, order):
+    monkeypatch.setenv("GPUSVM_CUDASIM_ORDER", order)
+    x = dev(np.arange(64, dtype=np.float64) + 1.0)
+    want = np.concatenate([[0.0], np.arange(63) + 1.0])
+    y = dev(np.zeros(64))
+    mod.get_function("fixed_shift")((1,), (64,), (x, y), shared_mem=64 * 8)
+    np.testing.assert_array_equal(y.get(), want)
+    mod.get_function("racy_shift")((1,), (64,), (x, y), shared_mem=64 * 8)
+    # forward order: thread t-1 ran before thread t and the race goes unseen; reverse: t reads the
+    # 0xFF fill (NaN) that thread t-1 has not overwritten yet
+    assert np.array_equal(y.get(), want) == (order == "forward")
+
+
+def test_divergent_barrier_is_an_error(mod):
+    with pytest.raises(RuntimeError, match="returned while others|deadlock"):
+        mod.get_function("divergent_barrier")((1,), (32,), (dev(np.zeros(32)),))
+
+
+def test_dynamic_shared_memory_starts_as_nan(mod):
+    y = dev(np.zeros(8))
+    mod.get_function("uninit_read")((1,), (8,), (y,), shared_mem=8 * 8)
+    assert np.isnan(y.get()).all()
+
+
+def test_launch_arguments_are_checked_against_the_signature(mod):
+    k = mod.get_function("block_sum<double>")
+    x, out = dev(np.ones(10)), dev(np.zeros(1))
+    with pytest.raises(TypeError, match="takes long long but got int"):
+        k((1,), (32,), (x, np.int32(10), out))  # int32 where the kernel reads 8 bytes
+    with pytest.raises(TypeError, match="reads const double\\* but the array is float32"):
+        k((1,), (32,), (dev(np.ones(10, np.float32)), np.int64(10), out))
+    with pytest.raises(TypeError, match="NumPy \\(host\\) array"):
+        k((1,), (32,), (np.ones(10), np.int64(10), out))
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        k((1,), (32,), (x, np.int64(10)))
+    with pytest.raises(ValueError, match="invalid block"):
+        k((1,), (2048,), (x, np.int64(10), out))
+    with pytest.raises(ValueError, match="opt-in"):
+        mod.get_function("racy_shift")((1,), (8,), (x, out), shared_mem=64 * 1024)
+
+
+def test_device_arrays_refuse_to_mix_with_host_arrays():
+    d = dev(np.ones(3))
+    with pytest.raises(TypeError, match="mixes a NumPy"):
+        d + np.ones(3)
+    with pytest.raises(TypeError, match="mixes a NumPy"):
+        np.concatenate([d, np.ones(3)])
+    assert type(d + 1.0) is cudasim.ndarray and type(d.get()) is np.ndarray
+    assert type(d.sum()) is not np.ndarray  # reductions to a scalar are fine either way
