@@ -296,3 +296,18 @@ def test_linear_primal_objective():
         total += linear_primal_objective(mc.coef_[k:k + 1], mc.intercept_[k:k + 1], Xd,
                                          (yd == c).astype(int), np.array([0, 1]), 1.0, loss="hinge")
     assert sklearn_linear_objective(mc, Xd, yd) == pytest.approx(total, rel=1e-12)
+
+
+@pytest.mark.gpu
+def test_device_comparison_gpu_rows(tmp_path, gpu_backend):
+    """The main job's GPU rows: every solver on "gpu" next to "cpu" (real GPU or the CPU emulator of the
+    kernels), all rows ok, the exact solvers at the CPU's objective, the device named in the JSON."""
+    doc, _ = _run(tmp_path, solvers=("svc-smo", "svc-alfpgm", "linearsvc-dcd", "budget-mm", "dcsvc"),
+                  datasets=("breast_cancer",), devices=("cpu", "gpu"), plots=False)
+    rows = {(r["solver"], r["device"]): r for r in doc["rows"]}
+    assert all(r["status"] == "ok" for r in rows.values()), [(k, r["error"]) for k, r in rows.items()]
+    for solver in ("svc-smo", "svc-alfpgm", "linearsvc-dcd", "dcsvc"):
+        cpu, gpu = rows[(solver, "cpu")], rows[(solver, "gpu")]
+        assert abs(gpu["objective"] - cpu["objective"]) <= 1e-6 * abs(cpu["objective"]), solver
+    assert abs(rows[("budget-mm", "gpu")]["accuracy"] - rows[("budget-mm", "cpu")]["accuracy"]) <= 0.02
+    assert doc["machine"]["gpu"]["name"] == gpu_backend.device_name

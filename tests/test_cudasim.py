@@ -130,3 +130,38 @@ def test_device_arrays_refuse_to_mix_with_host_arrays():
         np.concatenate([d, np.ones(3)])
     assert type(d + 1.0) is cudasim.ndarray and type(d.get()) is np.ndarray
     assert type(d.sum()) is not np.ndarray  # reductions to a scalar are fine either way
+
+
+_OOB_SCRIPT = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import cudasim
+src = '''
+// writes one element past the end of y
+__global__ void off_by_one(double* y, long long n) { y[threadIdx.x + 1] = 1.0; (void)n; }
+'''
+m = cudasim.RawModule(code=src, name_expressions=["off_by_one"])
+y = cudasim.asarray(np.zeros(32))
+m.get_function("off_by_one")((1,), (32,), (y, np.int64(32)))
+print("no error")
+"""
+
+
+def test_address_sanitizer_mode_catches_out_of_bounds_writes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    asan = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not asan or not Path(asan).is_file():
+        pytest.skip("libasan not found next to g++")
+    env = dict(os.environ, GPUSVM_CUDASIM_ASAN="1", LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0",
+               GPUSVM_CUDASIM_CACHE=str(tmp_path))
+    script = tmp_path / "oob.py"
+    script.write_text(_OOB_SCRIPT)
+    res = subprocess.run([sys.executable, str(script), str(Path(cudasim.__file__).parents[1])], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0 and "no error" not in res.stdout
+    assert "heap-buffer-overflow" in res.stderr

@@ -271,6 +271,8 @@ def build(code: str, names) -> Path:
             f'extern "C" int cudasim_sig_{i}(int* codes, int cap) {{ return cudasim::signature(&{name}, codes, cap); }}\n')
     full = "".join(parts)
     flags = ["-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-U_FORTIFY_SOURCE", *_host_flags()]
+    if os.environ.get("GPUSVM_CUDASIM_ASAN") == "1":  # bounds checks; needs LD_PRELOAD of libasan (README)
+        flags += ["-fsanitize=address", "-fno-omit-frame-pointer"]
     key = hashlib.sha256((full + HEADER.read_text() + " ".join(flags)).encode()).hexdigest()[:24]
     so = _cache_dir() / f"k_{key}.so"
     if not so.exists():
