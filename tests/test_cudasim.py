@@ -57,8 +57,16 @@ __global__ void uninit_read(double* y) {
     extern __shared__ double buf[];
     y[threadIdx.x] = buf[threadIdx.x];
 }
+
+// accumulates into a static shared variable it never initialises (garbage on a GPU)
+__global__ void uninit_static(double* y) {
+    __shared__ double acc;
+    if (threadIdx.x == 0) acc += 1.0;
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
 """
-NAMES = ["block_sum<double>", "racy_shift", "fixed_shift", "divergent_barrier", "uninit_read"]
+NAMES = ["block_sum<double>", "racy_shift", "fixed_shift", "divergent_barrier", "uninit_read", "uninit_static"]
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +107,12 @@ def test_divergent_barrier_is_an_error(mod):
         mod.get_function("divergent_barrier")((1,), (32,), (dev(np.zeros(32)),))
 
 
-def test_dynamic_shared_memory_starts_as_nan(mod):
+def test_shared_memory_starts_as_nan_in_every_block(mod):
     y = dev(np.zeros(8))
     mod.get_function("uninit_read")((1,), (8,), (y,), shared_mem=8 * 8)
+    assert np.isnan(y.get()).all()
+    y = dev(np.zeros(3 * 8))
+    mod.get_function("uninit_static")((3,), (8,), (y,))
     assert np.isnan(y.get()).all()
 
 

@@ -255,9 +255,25 @@ def _host_flags():
     return flags
 
 
+_STATIC_SHARED = re.compile(r"(?<!extern )__shared__\s+([^;{}()]*?)\s*;")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _static_shared(m):
+    """``__shared__ T a[32], b;`` -> the static variables plus one registration per name, so that the
+    launcher refills them with 0xFF bytes before every block (GPU shared memory starts as garbage)."""
+    parts = [p.strip() for p in m.group(1).split(",")]
+    head = parts[0].split("[")[0].split()
+    names = [head[-1]] + [_IDENT.match(p).group(0) for p in parts[1:]]
+    regs = " ".join(f"static const bool cudasim_reg_{n} = cudasim::register_shared(&{n}, sizeof({n}));"
+                    for n in names)
+    return f"static {m.group(1)}; {regs}"
+
+
 def build(code: str, names) -> Path:
     """Compile ``code`` (a kernels/*.cu source with includes inlined) with launchers for ``names``."""
     src = _EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(cudasim::dyn_smem);", code)
+    src = _STATIC_SHARED.sub(_static_shared, src)
     parts = [src, "\n// ---- cudasim launchers ----\n",
              'extern "C" const char* cudasim_error() { return cudasim::error_msg; }\n']
     for i, name in enumerate(names):

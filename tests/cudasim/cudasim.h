@@ -11,10 +11,11 @@
 //
 // Checked here and reported as launch errors: a barrier that not every live thread of the block reaches
 // (a deadlock on the GPU), a thread that returns while the others still wait at __syncthreads (undefined
-// behaviour in CUDA), a shuffle with a lane mask other than the full warp. Dynamic shared memory is filled
-// with 0xFF bytes (NaN for floats, -1 for integers) before each block, so reading it before writing it
-// shows up. NOT modelled: the GPU's memory model and timing, out-of-bounds accesses (no checks), static
-// __shared__ arrays start zeroed (once per library load) rather than holding garbage.
+// behaviour in CUDA), a shuffle with a lane mask other than the full warp. Shared memory, dynamic and
+// static, is filled with 0xFF bytes (NaN for floats, -1 for integers) before each block, so reading it
+// before writing it shows up (a static __shared__ variable is registered, and filled, when the first
+// thread passes its declaration). NOT modelled: the GPU's memory model and
+// timing, out-of-bounds accesses (see the AddressSanitizer mode in __init__.py).
 #pragma once
 #include <setjmp.h>
 #include <ucontext.h>
@@ -60,6 +61,16 @@ inline unsigned char* dyn_smem = nullptr;
 inline int error = 0;
 inline char error_msg[1024];
 inline void (*body)() = nullptr;
+
+// static __shared__ variables (registered the first time a thread passes their declaration; the
+// Python builder rewrites each declaration): filled with 0xFF bytes then and before every later block,
+// as dynamic shared memory, since on the GPU they start as garbage in every block
+inline std::vector<std::pair<void*, size_t>> shared_regions;
+inline bool register_shared(void* p, size_t n) {
+    std::memset(p, 0xFF, n);
+    shared_regions.emplace_back(p, n);
+    return true;
+}
 
 constexpr size_t STACK = 256 * 1024;
 inline std::vector<char*> stacks;
@@ -173,6 +184,7 @@ inline int launch(dim3 grid, dim3 block, size_t shmem, void (*fn)(), int mode) {
             for (unsigned bx = 0; bx < grid.x && !error; ++bx) {
                 g_blockIdx = dim3(bx, by, bz);
                 std::memset(dyn_smem, 0xFF, shmem);
+                for (auto& r : shared_regions) std::memset(r.first, 0xFF, r.second);
                 run_block(nthreads, mode);
             }
     return error;
@@ -242,7 +254,6 @@ void call(void (*k)(A...), void** args) {
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define threadIdx (cudasim::cur->tid)
