@@ -103,14 +103,17 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         (after the SMO warm-start cache fix of 4be7d82: 9.5 / 12.5 s against 8.7 / 10.0 s);
         on ijcnn1 (5.6%) it costs 0.2 s and saves the top 2k steps and 0.5-1.0 s (skin_nonskin: 5%,
         0.1 s). A skipped refine is recorded in ``levels_`` with ``skipped=True``.
-    min_cluster_size : int, default=500
+    min_cluster_size : int, default=1000
         A level below the top (or below ``early_stop_level``, which is always solved) whose clusters
         would hold fewer than this many points on average (``n < min_cluster_size * k**l``, n the points of the class
         pair) is neither clustered nor solved: its subproblems are too small to pay for their kernel
-        k-means (an n x m Gram block). Measured on full ijcnn1 (CPU, one run each, this session's
-        development): levels 3..1 (skipping the 256-cluster level) 4.5 CPU-s against 5.0-6.1 CPU-s
-        for levels 4..1, cold exact solve 4.4-4.8 CPU-s. Such a level is recorded in ``levels_`` with
-        ``skipped=True`` and has no early model; 0 solves every level.
+        k-means (an n x m Gram block). With k = 4 this skips the 64-cluster level on full ijcnn1 (781
+        points per cluster) and a9a (509), which cost 0.5-0.8 CPU-s and did not save the levels above
+        it as much; skin_nonskin's (1,562 on a 100k subset) is still solved. Whole fits with the other
+        defaults, process CPU seconds, two runs each (cold exact SVC in the same runs): ijcnn1 4.85 /
+        4.28 with 500 against 3.29 / 3.05 with 1000 (cold 3.66 / 3.60); a9a (with ``max_sv_share``)
+        7.52 / 7.95 against 6.15 / 6.78 (cold 7.25 / 7.69). Such a level is recorded in ``levels_``
+        with ``skipped=True`` and has no early model; 0 solves every level.
     max_cluster_share : float, default=0.5
         In (0, 1]. When solving to the top (``early_stop_level=None``), a level whose largest cluster
         holds more than this share of the training points (and that has more than two clusters) is
@@ -119,6 +122,16 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         subproblem is most of the whole problem and costs about what the refine/top solve it would
         warm-start costs (ijcnn1, level 1: one cluster of 29k-36k of the 50k points). Such a level is
         recorded in ``levels_`` with ``skipped=True`` and has no early model. 1.0 solves every level.
+    max_sv_share : float, default=0.2
+        In (0, 1]. When solving to the top, once a solved level leaves more than this share of the
+        points as support vectors, the levels between it and the top are skipped (recorded in
+        ``levels_`` with ``skip_reason="sv_share"``); 1.0 solves every level. As with the refine rule,
+        coarser clusters then hold large parts of the final problem and their solves are near copies
+        of the top solve: on full a9a the 16-cluster level leaves 11.9k support vectors of 32.6k
+        points (37%); the 4-cluster level above it cost 1.5-1.7 CPU-s and saved the top 0.6-0.8 s.
+        Measured with ``min_cluster_size=1000``; with 500, the rule fired after the 64-cluster level
+        and the top solve from that warm start took 9.3 CPU-s instead of 5.4-6.0 (whole fit 9.9 s
+        against cold 7.3-7.7 s), which is why the two defaults go together.
     tol : float, default=1e-3
         KKT tolerance of the top-level solve (the final model).
     sub_tol : float, default=None
@@ -177,8 +190,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
-                 n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine="auto", min_cluster_size=500,
-                 max_cluster_share=0.5,
+                 n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine="auto", min_cluster_size=1000,
+                 max_cluster_share=0.5, max_sv_share=0.2,
                  tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
@@ -195,6 +208,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.refine = refine
         self.min_cluster_size = min_cluster_size
         self.max_cluster_share = max_cluster_share
+        self.max_sv_share = max_sv_share
         self.tol = tol
         self.sub_tol = sub_tol
         self.solver = solver
@@ -230,6 +244,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The 'refine' parameter of DCSVC must be 'auto' or a bool. Got {self.refine!r} instead.")
         check_scalar(self.min_cluster_size, "min_cluster_size", own, kind="int", low=0)
         check_scalar(self.max_cluster_share, "max_cluster_share", own, low=0.0, high=1.0, low_open=True)
+        check_scalar(self.max_sv_share, "max_sv_share", own, low=0.0, high=1.0, low_open=True)
         check_scalar(self.tol, "tol", own, low=0.0, low_open=True)
         check_scalar(self.sub_tol, "sub_tol", own, low=0.0, low_open=True, allow_none=True)
         check_scalar(self.cache_size, "cache_size", own, low=0.0, low_open=True)
@@ -346,7 +361,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 early_stop_level=self.early_stop_level, refine=bool(self.refine),
                 refine_max_share=_REFINE_AUTO_MAX_SHARE if isinstance(self.refine, str) else 1.0,
                 max_cluster_share=float(self.max_cluster_share), min_cluster_size=int(self.min_cluster_size),
-                solver=self.solver,
+                max_sv_share=float(self.max_sv_share), solver=self.solver,
                 tol=float(self.tol), sub_tol=max(float(self.tol), 0.1 if self.sub_tol is None else float(self.sub_tol)),
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,

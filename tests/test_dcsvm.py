@@ -130,7 +130,7 @@ def test_thread_pool_executor_gives_the_in_process_alpha():
 def test_dask_local_cluster_gives_the_in_process_alpha():
     distributed = pytest.importorskip("distributed")
     X, y = load_bundled("breast_cancer")
-    kw = dict(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    kw = dict(min_cluster_size=0, max_sv_share=1.0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
     ref = DCSVC(**kw).fit(X, y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
@@ -456,3 +456,25 @@ def test_early_stop_skips_small_levels_below_it_and_matches_the_run_to_the_top(i
     assert [(lv["level"], bool(lv.get("skipped"))) for lv in early.levels_] == [(3, True), (2, True), (1, False)]
     # the same seed and the same skipped levels: the same level-1 model as in the run to the top
     np.testing.assert_array_equal(early.predict(Xt[:2000]), full.predict(Xt[:2000], level=1))
+
+
+def test_levels_above_a_large_support_vector_share_are_skipped():
+    X, y = load_bundled("breast_cancer")
+    kw = dict(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=3, n_clusters_per_level=2, device="cpu",
+              random_state=0)
+    keep = DCSVC(max_sv_share=1.0, **kw).fit(X, y)
+    solved = [lv for lv in keep.levels_ if isinstance(lv["level"], int) and lv["level"] > 0 and not lv.get("skipped")]
+    assert [lv["level"] for lv in solved] == [3, 2, 1]
+    share = solved[0]["n_sv"] / X.shape[0]
+    est = DCSVC(max_sv_share=share * 0.9, **kw).fit(X, y)  # below the share the lowest level leaves
+    by_level = {lv["level"]: lv for lv in est.levels_}
+    assert not by_level[3].get("skipped")
+    assert by_level[2]["skip_reason"] == by_level[1]["skip_reason"] == "sv_share"
+    assert by_level[2]["n_sv"] == solved[0]["n_sv"]
+    # the same exact solution at the top either way
+    assert est.objective_[0] == pytest.approx(keep.objective_[0], rel=1e-6)
+    # not on the way to an early stop: the early-stop level is always reached
+    early = DCSVC(max_sv_share=share * 0.9, early_stop_level=1, **kw).fit(X, y)
+    assert not any(lv.get("skip_reason") == "sv_share" for lv in early.levels_)
+    with pytest.raises(ValueError, match="max_sv_share"):
+        DCSVC(max_sv_share=0.0).fit(X, y)

@@ -44,7 +44,8 @@ the warm start removes more top-level work than the levels below cost. Hence:
   runs; the a9a 64-cluster early model lost 0.26 points (84.47 vs 84.21%);
 * levels that do not pay for themselves are skipped: a level below the top (or below the early-stop
   level; that one is always solved) whose clusters would average fewer than ``min_cluster_size``
-  points (estimator default 500) is neither clustered nor solved, and on the way to the top a level
+  points (estimator default 1000; it was 500 until the measurements under ``max_sv_share`` in
+  :class:`gpusvm.DCSVC`) is neither clustered nor solved, and on the way to the top a level
   of more than two clusters whose largest cluster holds more than ``max_cluster_share`` (default
   0.5) of the points is not solved. That level's kernel k-means runs on its sample first; when the
   sample's largest cluster already holds more than that share of the sample, the level is skipped
@@ -55,6 +56,11 @@ the warm start removes more top-level work than the levels below cost. Hence:
   k-means) and saved less above it; level 1 put 29k-36k of the 50k points into one cluster, whose
   solve (1.7-5.3 s) is a near copy of the top-level solve and saved it only 0.5-1.8 s. The lower
   levels' *early models* of skipped levels do not exist (``levels_`` marks them ``skipped``);
+* on the way to the top, once a solved level leaves more than ``max_sv_share`` of the points as
+  support vectors (estimator default 0.2), the levels between it and the top are skipped: their
+  coarser clusters hold large parts of the final problem (full a9a: 37% after the 16-cluster level;
+  the 4-cluster level then cost 1.5-1.7 CPU-s and saved the top 0.6-0.8 s). Measurements in
+  :class:`gpusvm.DCSVC`'s docstring (``min_cluster_size``, ``max_sv_share``);
 * the refine solve stays at ``sub_tol``: solving it to ``tol`` (``refine_tol``) cut the top-level
   SMO steps on ijcnn1 (22.6k to 8.1k) but not its time, which is dominated by the n_sv x n warm-start
   gradient and Gram-row misses, and on a9a it made the batched top slower (69 vs 38 rounds);
@@ -384,7 +390,7 @@ _SAMPLE_PER_CLUSTER = 4
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
                 early_stop_level=None, refine=True, refine_max_share=1.0, solver="smo", tol=1e-3, sub_tol=None,
                 refine_tol=None,
-                max_cluster_share=1.0, min_cluster_size=0, top_options=None, max_iter=-1,
+                max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
@@ -425,6 +431,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     min_cluster_size : int
         A level below the top / the early-stop level whose clusters would hold fewer than this many
         points on average (``n < min_cluster_size * k**l``) is neither clustered nor solved (0: never).
+    max_sv_share : float
+        When solving to the top, once a solved level leaves more than this share of the n points as
+        support vectors, the levels between it and the top are skipped (1.0: never); see the module
+        docstring.
     top_options : dict, optional
         Solver options for the top-level solve only (they override ``options`` there).
     max_iter, cache_bytes, random_state
@@ -477,6 +487,19 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             if verbose:
                 print(f"[DC-SVM] level {level}: {kl} clusters of {n / kl:.0f} points on average: skipped")
             continue
+        if solved_any and stop == 0 and max_sv_share < 1.0:
+            n_sv_now = int(xp.count_nonzero(alpha > 0))
+            if n_sv_now > max_sv_share * n:
+                # most of the points already are support vectors: a coarser level's subproblems are
+                # near copies of the top solve, which they would warm-start (see the module docstring)
+                levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "sv_share",
+                               "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0,
+                               "n_sv": n_sv_now, "objective": None, "n_iter": 0, "train_accuracy": None,
+                               "converged": True})
+                if verbose:
+                    print(f"[DC-SVM] level {level}: {n_sv_now} of {n} points are support vectors "
+                          f"(more than {max_sv_share:g}): skipped")
+                continue
         cand = None if not solved_any else xp.nonzero(alpha > 0)[0]
         m_l = min(n, m if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * kl))
         clustering = kernel_kmeans_sample(be, X, spec, kl, m_l, rng, candidates=cand, x_sqnorm=x_sqnorm)
