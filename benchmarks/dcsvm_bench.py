@@ -206,6 +206,8 @@ def _skip_text(level):
         return f" (skipped by refine='auto': {level['n_points']} support vectors)"
     if level.get("skip_reason") == "small":
         return " (skipped: clusters below min_cluster_size on average)"
+    if level.get("skip_reason") == "sv_share":
+        return f" (skipped: {level['n_sv']} support vectors below, more than max_sv_share)"
     if level.get("largest_cluster") is not None:
         return f" (skipped: largest cluster {level['largest_cluster']} points)"
     return f" (skipped: largest cluster {level.get('largest_cluster_sample')} of its k-means sample)"

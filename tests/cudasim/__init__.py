@@ -368,8 +368,7 @@ class RawKernel:
         for k, (code, a) in enumerate(zip(self.signature, args)):
             val, owner = self._convert(k, code, a)
             keep.append((val, owner))
-            ptrs[k] = ctypes.cast(ctypes.pointer(val), ctypes.c_void_p) if code < 100 else \
-                ctypes.cast(ctypes.pointer(val), ctypes.c_void_p)
+            ptrs[k] = ctypes.cast(ctypes.pointer(val), ctypes.c_void_p)  # the kernel reads *(A*)args[k]
         mode = 1 if os.environ.get("GPUSVM_CUDASIM_ORDER", "forward") == "reverse" else 0
         rc = self._launch(*grid, *block, shared_mem, ctypes.cast(ptrs, ctypes.c_void_p), mode)
         if rc != 0:
