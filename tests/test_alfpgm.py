@@ -501,3 +501,19 @@ def test_svc_warns_only_when_the_solve_stops_at_max_iter(small_problem):
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
         est = SVC(solver="alfpgm", C=10.0, gamma=0.4, device="cpu", max_iter=2).fit(X, y)
     assert est.fit_status_ == 1
+
+
+@pytest.mark.gpu
+def test_gpu_ops_refuse_output_arrays_their_kernels_would_misread(gpu_backend):
+    be = gpu_backend
+    z = be.asarray(np.zeros(8))
+    wide = be.asarray(np.zeros(16))
+    with pytest.raises(ValueError, match="out_z.*contiguous 1-d float64"):
+        be.box_momentum_step(z, z, z, z, z, 1.0, 0.5, out_z=wide[::2])  # strided view
+    with pytest.raises(ValueError, match="out_x.*at least 8"):
+        be.box_momentum_step(z, z, z, z, z, 1.0, 0.5, out_x=be.asarray(np.zeros(4)))
+    Q, lin, y, lo, hi = _subproblem_data(0, nb=16)
+    args = [be.asarray(a) for a in (Q, lin, y, lo, hi)]
+    with pytest.raises(ValueError, match="stats.*int64"):
+        be.alfpgm_subproblem(*args, be.asarray(np.zeros(1)), be.asarray(np.zeros(4, np.int32)),
+                             be.asarray(np.zeros(3)), mu=0.1, eps=1e-6, max_inner=10, max_outer=2)

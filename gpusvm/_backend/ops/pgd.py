@@ -384,8 +384,12 @@ def box_momentum_step_gpu(be, z, g, x_prev, lo, hi, inv_L, beta, out_x=None, out
         dt = z.dtype
         args = [cp.ascontiguousarray(a, dtype=dt) for a in (z, g, x_prev, lo, hi)]
         m = int(z.shape[0])
+        from . import check_raw_array
+
         x = cp.empty(m, dtype=dt) if out_x is None else out_x
         zn = cp.empty(m, dtype=dt) if out_z is None else out_z
+        check_raw_array(x, dt, m, "box_momentum_step", "out_x")
+        check_raw_array(zn, dt, m, "box_momentum_step", "out_z")
         if m == 0:
             return x, zn
         T = dt.type
@@ -459,8 +463,13 @@ def alfpgm_subproblem_gpu(be, Q, lin, y, lo, hi, lam, stats, info, *, mu, eps, m
 
     from ..cuda_source import ctype, get_kernel
 
+    from . import check_raw_array
+
     nb = int(lin.shape[0])
     _check_nb(nb)
+    check_raw_array(lam, cp.float64, 1, "alfpgm_subproblem", "lam")
+    check_raw_array(stats, cp.int64, 4, "alfpgm_subproblem", "stats")
+    check_raw_array(info, cp.float64, 3, "alfpgm_subproblem", "info")
     with be.device:
         Qc = cp.ascontiguousarray(Q)
         if Qc.dtype not in (cp.float32, cp.float64):
