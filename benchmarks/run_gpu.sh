@@ -33,6 +33,11 @@
 # skin_nonskin only with BENCH_ARGS="--max-train 60000" (sklearn took 55 CPU-s at 60k). Add
 # --solvers to BENCH_ARGS to drop rows when a call runs short (gpusvm bench --list names them).
 #
+# Before spending device time, the same GPU tests and GPU micro-benchmark cases run on the CPU emulator of
+# the kernels (tests/cudasim; they all passed there at 613ecee, the micro cases in 4.4 min):
+#   GPUSVM_CUDASIM=1 python -m pytest tests -m gpu
+#   PYTHONPATH=.:tests python -c "import cudasim, pytest; cudasim.install(); pytest.main(['benchmarks', '-m', 'gpu', '--benchmark-disable'])"
+#
 # Results land in $OUT/$NAME: gpu_tests.txt, micro_<device>.json/.txt and the bench outputs
 # (bench_paper[-subset]_cpu-gpu.{json,md,txt,png}). Copy them to benchmarks/results/ and commit.
 set -u
