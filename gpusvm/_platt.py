@@ -24,8 +24,8 @@ _MIN_PROB = 1e-7  # LIBSVM clips the pairwise probabilities to [1e-7, 1 - 1e-7]
 def _nll(f, t, A, B):
     """Negative log-likelihood of targets t under 1 / (1 + exp(A f + B)), written without overflow."""
     z = f * A + B
-    return float(np.sum(np.where(z >= 0, t * z + np.log1p(np.exp(-np.abs(z))),
-                                 (t - 1.0) * z + np.log1p(np.exp(-np.abs(z))))))
+    soft = np.log1p(np.exp(-np.abs(z)))
+    return float(np.sum(np.where(z >= 0, t * z + soft, (t - 1.0) * z + soft)))
 
 
 def sigmoid_train(f, y, *, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
@@ -39,9 +39,7 @@ def sigmoid_train(f, y, *, max_iter=100, min_step=1e-10, sigma=1e-12, eps=1e-5):
     A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
     fval = _nll(f, t, A, B)
     for _ in range(max_iter):
-        z = f * A + B
-        e = np.exp(-np.abs(z))
-        p = np.where(z >= 0, e / (1.0 + e), 1.0 / (1.0 + e))  # P(+1 | f) = 1 / (1 + exp(z))
+        p = sigmoid_predict(f, A, B)  # P(+1 | f)
         q = 1.0 - p
         d2 = p * q
         h11 = sigma + float(np.sum(f * f * d2))

@@ -387,6 +387,16 @@ _MIN_SAMPLE = 500
 _SAMPLE_PER_CLUSTER = 4
 
 
+def _skipped_level(level, n_clusters, reason, n_sv, **extra):
+    """The ``levels`` record of a level below the top that was not solved (``skip_reason``: "small",
+    "sv_share" or "dominant"); ``extra`` adds or overrides fields (the k-means time of a clustered one)."""
+    rec = {"level": level, "n_clusters": n_clusters, "skipped": True, "skip_reason": reason,
+           "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0, "n_sv": n_sv,
+           "objective": None, "n_iter": 0, "train_accuracy": None, "converged": True}
+    rec.update(extra)
+    return rec
+
+
 def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample_size=None,
                 early_stop_level=None, refine=True, refine_max_share=1.0, solver="smo", tol=1e-3, sub_tol=None,
                 refine_tol=None,
@@ -480,10 +490,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         if level != stop and n < min_cluster_size * kl:
             # clusters of fewer than min_cluster_size points on average: such a level costs more (its
             # k-means assignment is n x m Gram values) than it saves above it. Never the early-stop level.
-            levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "small",
-                           "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0,
-                           "n_sv": 0, "objective": None, "n_iter": 0, "train_accuracy": None,
-                           "converged": True})
+            levels.append(_skipped_level(level, kl, "small", 0))
             if verbose:
                 print(f"[DC-SVM] level {level}: {kl} clusters of {n / kl:.0f} points on average: skipped")
             continue
@@ -492,10 +499,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             if n_sv_now > max_sv_share * n:
                 # most of the points already are support vectors: a coarser level's subproblems are
                 # near copies of the top solve, which they would warm-start (see the module docstring)
-                levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "sv_share",
-                               "time_cluster_s": 0.0, "time_solve_s": 0.0, "time_s": 0.0, "cpu_s": 0.0,
-                               "n_sv": n_sv_now, "objective": None, "n_iter": 0, "train_accuracy": None,
-                               "converged": True})
+                levels.append(_skipped_level(level, kl, "sv_share", n_sv_now))
                 if verbose:
                     print(f"[DC-SVM] level {level}: {n_sv_now} of {n} points are support vectors "
                           f"(more than {max_sv_share:g}): skipped")
@@ -517,12 +521,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             # this level's largest subproblem is most of the whole problem: solving it costs about as
             # much as the top-level solve it would warm-start (see the module docstring). Decided from
             # the k-means sample's cluster sizes before the n x m assignment when the sample shows it.
-            levels.append({"level": level, "n_clusters": kl, "skipped": True, "skip_reason": "dominant",
-                           "largest_cluster": largest, "largest_cluster_sample": f"{largest_sample}/{m_s}",
-                           "time_cluster_s": t1 - t0, "time_solve_s": 0.0,
-                           "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                           "n_sv": int(xp.count_nonzero(alpha > 0)), "objective": None, "n_iter": 0,
-                           "train_accuracy": None, "kmeans_iter": clustering.n_iter, "converged": True})
+            levels.append(_skipped_level(
+                level, kl, "dominant", int(xp.count_nonzero(alpha > 0)), largest_cluster=largest,
+                largest_cluster_sample=f"{largest_sample}/{m_s}", time_cluster_s=t1 - t0,
+                time_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, kmeans_iter=clustering.n_iter))
             if verbose:
                 print(f"[DC-SVM] level {level}: {kl} clusters, largest {largest_sample} of the {m_s} sampled "
                       f"points ({largest} of {n} assigned): skipped")
