@@ -102,7 +102,8 @@ def _timed_fit(est, X, y, device):
 
 def _config_label(kw):
     return (f"k={kw['n_clusters_per_level']}, L={kw['n_levels']}" + ("" if kw.get("refine", True) else ", no refine")
-            + (f", sub_tol={kw['sub_tol']}" if "sub_tol" in kw else ""))
+            + (f", sub_tol={kw['sub_tol']}" if "sub_tol" in kw else "")
+            + (f", assign={kw['assign']}" if "assign" in kw else ""))
 
 
 def _compare(dc_runs, cold_rows):
@@ -270,8 +271,9 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--note", default="")
     ap.add_argument("--configs", default="4,4;8,2",
-                    help="DCSVC configurations 'k,L;k,L' (n_clusters_per_level, n_levels); default: the "
-                         "estimator's defaults (4, 4) and (8, 2)")
+                    help="DCSVC configurations 'k,L[,assign];k,L' (n_clusters_per_level, n_levels, and the "
+                         "optional assign rule 'center' or 'nearest'); default: the estimator's defaults "
+                         "(4, 4) and (8, 2)")
     ap.add_argument("--sub-tol", type=float, default=None, help="DCSVC sub_tol (None: its default)")
     ap.add_argument("--no-refine", action="store_true")
     ap.add_argument("--no-cold-batched", action="store_true", help="skip the batched cold row (CPU)")
@@ -302,8 +304,11 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     configs = []
     for spec_ in args.configs.split(";"):
-        k_, L_ = (int(v) for v in spec_.split(","))
+        parts = spec_.split(",")
+        k_, L_ = int(parts[0]), int(parts[1])
         kw = {"n_levels": L_, "n_clusters_per_level": k_}
+        if len(parts) > 2:
+            kw["assign"] = parts[2]
         if args.no_refine:
             kw["refine"] = False
         if args.sub_tol is not None:

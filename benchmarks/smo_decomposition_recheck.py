@@ -4,7 +4,6 @@ Usage: PYTHONPATH=. python benchmarks/smo_decomposition_recheck.py phishing ijcn
 Writes /tmp/decomp_<names>.json; process CPU time is the robust measure on a shared machine.
 """
 import time, json, sys
-import numpy as np
 from gpusvm import SVC
 from gpusvm.datasets import load_svmlight
 from sklearn.model_selection import train_test_split

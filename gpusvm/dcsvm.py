@@ -45,7 +45,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
     **Early prediction** (eq. (11) of the paper): after any level ``l``, a point is classified by the
     local model (support vectors, coefficients and bias) of the cluster whose kernel k-means mean is
-    nearest in feature space: ``predict(X, level=l)``. With ``early_stop_level`` set, training stops
+    nearest in feature space (or, with ``assign="nearest"``, of the cluster of its nearest sampled
+    point): ``predict(X, level=l)``. With ``early_stop_level`` set, training stops
     after that level and the early model is the fitted model (``early_model_``).
 
     **Multi-class**: one-vs-one (as LIBSVM and :class:`gpusvm.SVC`): one binary DC-SVM per pair of
@@ -132,6 +133,19 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Measured with ``min_cluster_size=1000``; with 500, the rule fired after the 64-cluster level
         and the top solve from that warm start took 9.3 CPU-s instead of 5.4-6.0 (whole fit 9.9 s
         against cold 7.3-7.7 s), which is why the two defaults go together.
+    assign : {"center", "nearest"}, default="center"
+        The second step of the two-step kernel k-means, which places every training point (and, in
+        early prediction, every new point) into a cluster: "center" is the paper's rule, the cluster
+        whose sample mean is nearest in feature space; "nearest" is the cluster of the nearest
+        sampled point in feature space (for the RBF gram: in input space). With a narrow gram the
+        mean rule sends every point with little kernel mass near the sample of its own region into
+        the cluster with the smallest mean norm, the one whose sampled points are the most spread
+        out: on a 100k-row skin_nonskin subset (gamma 0.03) the 64-cluster level had one cluster of
+        36.8k points with "center" and of 16.8k with "nearest", whose level solve then took 1.5
+        CPU-s instead of 4.3. That level also left fewer support vectors (2.6k against 4.9k), so
+        the top solve took about as long, and the whole fit was no faster; see the README's DC-SVM
+        results for the timed comparison. On ijcnn1 and a9a the two rules give clusters of about
+        the same sizes.
     tol : float, default=1e-3
         KKT tolerance of the top-level solve (the final model).
     sub_tol : float, default=None
@@ -191,7 +205,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
                  n_clusters_per_level=4, sample_size=None, early_stop_level=None, refine="auto", min_cluster_size=1000,
-                 max_cluster_share=0.5, max_sv_share=0.2,
+                 max_cluster_share=0.5, max_sv_share=0.2, assign="center",
                  tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
@@ -209,6 +223,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.min_cluster_size = min_cluster_size
         self.max_cluster_share = max_cluster_share
         self.max_sv_share = max_sv_share
+        self.assign = assign
         self.tol = tol
         self.sub_tol = sub_tol
         self.solver = solver
@@ -245,6 +260,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.min_cluster_size, "min_cluster_size", own, kind="int", low=0)
         check_scalar(self.max_cluster_share, "max_cluster_share", own, low=0.0, high=1.0, low_open=True)
         check_scalar(self.max_sv_share, "max_sv_share", own, low=0.0, high=1.0, low_open=True)
+        check_options(self.assign, "assign", own, ("center", "nearest"))
         check_scalar(self.tol, "tol", own, low=0.0, low_open=True)
         check_scalar(self.sub_tol, "sub_tol", own, low=0.0, low_open=True, allow_none=True)
         check_scalar(self.cache_size, "cache_size", own, low=0.0, low_open=True)
@@ -365,7 +381,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 tol=float(self.tol), sub_tol=max(float(self.tol), 0.1 if self.sub_tol is None else float(self.sub_tol)),
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,
-                random_state=seed, verbose=int(self.verbose))
+                random_state=seed, verbose=int(self.verbose), assign=self.assign)
             for info in res.levels:
                 if n_classes > 2:
                     info = {"pair": (a, b), **info}

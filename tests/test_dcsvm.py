@@ -283,6 +283,77 @@ def test_kernel_kmeans_gpu_matches_cpu(gpu_backend):
     assert (cp.asnumpy(l_gpu) == l_cpu).mean() > 0.99
 
 
+@pytest.mark.parametrize("kind", ["rbf", "poly"])
+def test_nearest_assignment_is_the_cluster_of_the_nearest_sampled_point(kind):
+    be = get_backend("cpu")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 3))
+    spec = GramSpec(kind, 0.5, degree=2, coef0=1.0)
+    clus, labels = two_step_kernel_kmeans(be, X, spec, 6, 100, np.random.default_rng(1), assign="nearest")
+    assert clus.assign == "nearest"
+    S = clus.sample_X
+    if kind == "rbf":
+        from sklearn.metrics.pairwise import rbf_kernel as gram
+
+        K, diag = gram(X, S, gamma=0.5), np.ones(len(S))
+    else:
+        K = (0.5 * X @ S.T + 1.0) ** 2
+        diag = (0.5 * (S * S).sum(1) + 1.0) ** 2
+    sample_cluster = np.repeat(np.arange(6), np.diff(clus.starts))
+    ref = sample_cluster[np.argmin(diag[None, :] - 2 * K, axis=1)]
+    assert (labels == ref).mean() > 0.99  # float32 Gram blocks may flip near-ties
+    # a sampled point joins its own cluster
+    np.testing.assert_array_equal(labels[clus.sample_index], sample_cluster)
+    # the mean rule of the same clustering puts points elsewhere: the two rules differ
+    clus_c, labels_c = two_step_kernel_kmeans(be, X, spec, 6, 100, np.random.default_rng(1))
+    np.testing.assert_array_equal(clus_c.sample_index, clus.sample_index)
+    assert (labels_c != labels).any()
+    with pytest.raises(ValueError, match="assign must be 'center' or 'nearest'"):
+        two_step_kernel_kmeans(be, X, spec, 6, 100, np.random.default_rng(1), assign="mean")
+
+
+def test_nearest_assignment_keeps_a_spread_cluster_from_taking_the_far_points(data_dir):
+    # skin_nonskin (RGB values 0-255) with gamma 0.03: the mean rule sends every point with little
+    # kernel mass near its own cluster's sample into the cluster with the smallest ||mu||^2 (its
+    # sampled points are spread out); by the nearest sampled point the largest cluster is half as big
+    X, _ = load_subset(data_dir, "skin_nonskin.xz", 20000, seed=0, dense=True)
+    be = get_backend("cpu")
+    spec = GramSpec("rbf", 0.03)
+    for seed in range(3):
+        sizes = {}
+        for rule in ("center", "nearest"):
+            _, labels = two_step_kernel_kmeans(be, X, spec, 64, 500, np.random.default_rng(seed), assign=rule)
+            sizes[rule] = np.bincount(labels, minlength=64).max()
+        assert sizes["center"] > 0.3 * X.shape[0] and sizes["nearest"] < 0.6 * sizes["center"], (seed, sizes)
+
+
+def test_dcsvc_nearest_assignment_gives_the_exact_model_and_early_predictions(ijcnn1_small):
+    X, y, Xt, yt = ijcnn1_small
+    kw = dict(min_cluster_size=0, C=32, gamma=2.0, n_levels=2, n_clusters_per_level=4, device="cpu", random_state=0)
+    near = DCSVC(assign="nearest", **kw).fit(X, y)
+    ref = SkSVC(C=32, gamma=2.0, tol=1e-3).fit(X, y)
+    assert _rel(sklearn_svc_objective(near), sklearn_svc_objective(ref)) < 1e-3
+    assert abs(near.score(Xt, yt) - ref.score(Xt, yt)) <= 0.002
+    early = near.predict(Xt, level=2)
+    assert np.mean(early == yt) > 0.95
+    with pytest.raises(ValueError, match="assign"):
+        DCSVC(assign="mean").fit(X, y)
+
+
+def test_nearest_assignment_gpu_matches_cpu(gpu_backend):
+    import cupy as cp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 5))
+    spec = GramSpec("rbf", 0.2)
+    c_cpu, l_cpu = two_step_kernel_kmeans(get_backend("cpu"), X, spec, 8, 200, np.random.default_rng(4),
+                                          assign="nearest")
+    c_gpu, l_gpu = two_step_kernel_kmeans(gpu_backend, cp.asarray(X), spec, 8, 200, np.random.default_rng(4),
+                                          assign="nearest")
+    np.testing.assert_array_equal(cp.asnumpy(c_gpu.sample_index), c_cpu.sample_index)
+    assert (cp.asnumpy(l_gpu) == l_cpu).mean() > 0.99
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_gradient_from_alpha_matches_the_definition(sparse, dtype):

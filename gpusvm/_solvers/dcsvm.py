@@ -402,7 +402,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 refine_tol=None,
                 max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
-                random_state=None, verbose=0):
+                random_state=None, verbose=0, assign="center"):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
 
     Parameters
@@ -458,6 +458,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     rng : numpy.random.Generator
         Host generator for the kernel k-means samples and seeds.
     verbose : int
+    assign : {"center", "nearest"}
+        How the second step of kernel k-means places every point (and early prediction every new
+        point): nearest cluster mean in feature space (the paper) or the cluster of the nearest sampled
+        point; see :func:`gpusvm._solvers.kernel_kmeans.assign_clusters`.
 
     Returns
     -------
@@ -506,7 +510,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 continue
         cand = None if not solved_any else xp.nonzero(alpha > 0)[0]
         m_l = min(n, m if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * kl))
-        clustering = kernel_kmeans_sample(be, X, spec, kl, m_l, rng, candidates=cand, x_sqnorm=x_sqnorm)
+        clustering = kernel_kmeans_sample(be, X, spec, kl, m_l, rng, candidates=cand, x_sqnorm=x_sqnorm,
+                                          assign=assign)
         m_s = int(clustering.sample_index.shape[0])
         largest_sample = max(clustering.starts[c + 1] - clustering.starts[c] for c in range(kl))
         # (of two clusters, one always holds half)

@@ -670,12 +670,10 @@ def run(settings: Settings | None = None, log=None, **kwargs) -> dict:
 
     settings = settings or Settings(**kwargs)
     h = Harness(settings, log=log)
-    checkpoint = None
-    if h.s.out:
-        def checkpoint(doc):  # JSON / Markdown / table after each row; plots at the end
-            report.write_all(doc, h.s.out, plots=False, log=lambda m: None, print_table=False)
+    def checkpoint(doc):  # JSON / Markdown / table after each row; plots at the end
+        report.write_all(doc, h.s.out, plots=False, log=lambda m: None, print_table=False)
 
-    doc = h.run(on_row=checkpoint)
+    doc = h.run(on_row=checkpoint if h.s.out else None)
     if h.s.out:
         doc["outputs"] = report.write_all(doc, h.s.out, plots=h.s.plots, log=h.log)
     return doc
