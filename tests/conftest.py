@@ -32,9 +32,17 @@ def backend(request):
     return get_backend(request.param)
 
 
+def pytest_collection_modifyitems(config, items):
+    # a test that takes the gpu_backend fixture is a GPU test: mark it, so that `-m gpu` (the CI's
+    # emulator step, run_gpu.sh) selects it with the tests of the backend fixture's "gpu" case
+    for item in items:
+        if "gpu_backend" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)
+
+
 @pytest.fixture
 def gpu_backend():
-    """The GPU backend, or skip."""
+    """The GPU backend, or skip. Tests that take it are marked ``gpu`` (see above)."""
     why = _gpu_reason()
     if why:
         pytest.skip(f"no CUDA device available: {why}")

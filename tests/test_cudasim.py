@@ -176,3 +176,14 @@ def test_address_sanitizer_mode_catches_out_of_bounds_writes(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert res.returncode != 0 and "no error" not in res.stdout
     assert "heap-buffer-overflow" in res.stderr
+
+
+def test_device_sorts_are_stable_as_cupys():
+    # CuPy's sorts are always stable; merge_partners relies on it (ties go to the lower index), and
+    # NumPy's default quicksort, which the stand-in delegates to, does not keep that order
+    x = np.random.default_rng(0).integers(0, 3, 5000).astype(float)
+    stable = np.argsort(x, kind="stable")
+    assert (np.argsort(x) != stable).any()  # what the stand-in must not do
+    a = cudasim.asarray(x)
+    np.testing.assert_array_equal(cudasim.asnumpy(cudasim._stable_argsort(a)), stable)
+    np.testing.assert_array_equal(cudasim.asnumpy(a.argsort()), stable)

@@ -110,8 +110,26 @@ class ndarray(np.ndarray):
         _refuse_mixing(tuple(kwargs.values()), f"numpy.{func.__name__}")
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
+    # CuPy sorts are always stable (its only algorithm); NumPy's default quicksort is not, and code
+    # that relies on CuPy's tie order (merge_partners: ties go to the lower index) must see it here
+    def argsort(self, axis=-1, kind=None, order=None):
+        return _wrap(np.argsort(self.view(np.ndarray), axis=axis, kind="stable"))
+
+    def sort(self, axis=-1, kind=None, order=None):
+        self.view(np.ndarray).sort(axis=axis, kind="stable")
+
 
 ndarray.__module__ = "cupy"
+
+
+def _stable_argsort(a, axis=-1, kind=None):
+    _refuse_mixing((a,), "cupy.argsort")
+    return _wrap(np.argsort(_unwrap(a), axis=axis, kind="stable"))
+
+
+def _stable_sort(a, axis=-1, kind=None):
+    _refuse_mixing((a,), "cupy.sort")
+    return _wrap(np.sort(_unwrap(a), axis=axis, kind="stable"))
 
 
 def asarray(a, dtype=None, order=None):
@@ -463,6 +481,8 @@ def _make_modules():
     for name in ("ndarray", "asarray", "array", "ascontiguousarray", "asnumpy", "get_array_module",
                  "RawKernel", "RawModule"):
         setattr(cupy, name, globals()[name])
+    cupy.argsort = _stable_argsort
+    cupy.sort = _stable_sort
     cupy.get_default_memory_pool = lambda: _POOL
     cupy.get_default_pinned_memory_pool = lambda: _POOL
 
