@@ -670,6 +670,7 @@ def run(settings: Settings | None = None, log=None, **kwargs) -> dict:
 
     settings = settings or Settings(**kwargs)
     h = Harness(settings, log=log)
+
     def checkpoint(doc):  # JSON / Markdown / table after each row; plots at the end
         report.write_all(doc, h.s.out, plots=False, log=lambda m: None, print_table=False)
 
