@@ -187,3 +187,5 @@ def test_device_sorts_are_stable_as_cupys():
     a = cudasim.asarray(x)
     np.testing.assert_array_equal(cudasim.asnumpy(cudasim._stable_argsort(a)), stable)
     np.testing.assert_array_equal(cudasim.asnumpy(a.argsort()), stable)
+    with pytest.raises(ValueError, match="only takes kind=None or 'stable'"):
+        cudasim._stable_argsort(a, kind="quicksort")

@@ -110,24 +110,34 @@ class ndarray(np.ndarray):
         _refuse_mixing(tuple(kwargs.values()), f"numpy.{func.__name__}")
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
-    # CuPy sorts are always stable (its only algorithm); NumPy's default quicksort is not, and code
-    # that relies on CuPy's tie order (merge_partners: ties go to the lower index) must see it here
-    def argsort(self, axis=-1, kind=None, order=None):
-        return _wrap(np.argsort(self.view(np.ndarray), axis=axis, kind="stable"))
+    # CuPy sorts are always stable (its only algorithm; kind accepts None or "stable" only); NumPy's
+    # default quicksort is not, and code that relies on CuPy's tie order (merge_partners: ties go to
+    # the lower index) must see it here
+    def argsort(self, axis=-1, kind=None):
+        return _stable_argsort(self, axis=axis, kind=kind)
 
-    def sort(self, axis=-1, kind=None, order=None):
+    def sort(self, axis=-1, kind=None):
+        _check_kind(kind, "sort")
         self.view(np.ndarray).sort(axis=axis, kind="stable")
 
 
 ndarray.__module__ = "cupy"
 
 
+def _check_kind(kind, what):
+    if kind not in (None, "stable"):
+        raise ValueError(f"cudasim: cupy.{what} only takes kind=None or 'stable' (CuPy sorts are stable), "
+                         f"got {kind!r}")
+
+
 def _stable_argsort(a, axis=-1, kind=None):
+    _check_kind(kind, "argsort")
     _refuse_mixing((a,), "cupy.argsort")
     return _wrap(np.argsort(_unwrap(a), axis=axis, kind="stable"))
 
 
 def _stable_sort(a, axis=-1, kind=None):
+    _check_kind(kind, "sort")
     _refuse_mixing((a,), "cupy.sort")
     return _wrap(np.sort(_unwrap(a), axis=axis, kind="stable"))
 
