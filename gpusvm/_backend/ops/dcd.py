@@ -391,9 +391,9 @@ def dcd_sweeps_gpu(be, X, y, qd, upper, diag, bias, alpha, w, order, pref, fstat
         name = f"dcd_sweeps<{ctype(Xd.dtype)}, {'true' if sparse else 'false'}>"
         fn = get_kernel("dcd.cu", name, be.device_id)
         fn((1,), (_gpu_threads(be, X),), (
-            Xd, data, indices, indptr, cp.int64(ldx), cp.int64(X.shape[1]),
+            Xd, data, indices, indptr, cp.int64(ldx), cp.int64(d),
             y, qd, upper, diag, cp.float64(bias), alpha, w, order, pref, fstate, istate, rng,
-            cp.int64(y.shape[0]), cp.int64(n_sweeps), cp.float64(tol),
+            cp.int64(n), cp.int64(n_sweeps), cp.float64(tol),
             cp.int32(1 if avsf else 0), cp.int32(1 if (shrinking and not avsf) else 0),
         ))
 

@@ -319,12 +319,12 @@ def _reconstruct(active_size, v, gk, ws, scratch):
     values (the same 28,277 steps, the same alpha to the bit) and has 50k cache misses instead of 73k:
     41.3 / 38.3 -> 33.8 / 32.7 process CPU seconds (old and new code alternating, one machine, one
     session); full ijcnn1 317M -> 305M values, 3.85 / 3.42 -> 3.33 / 3.10 s; full a9a (few free
-    support vectors) unchanged at 505M values, 8.80 / 7.97 -> 7.85 / 7.73 s. Also tried: re-cutting the cache into rows of the active
-    length after shrinking (as LIBSVM's cache does, up to 2.7x more rows): 1% fewer Gram values there,
-    and more on ijcnn1 and a9a, whose G_bar updates then recompute full rows the narrow cache cannot
-    hold; dropped."""
+    support vectors) unchanged at 505M values, 8.80 / 7.97 -> 7.85 / 7.73 s. Also tried: re-cutting
+    the cache into rows of the active length after shrinking (as LIBSVM's cache does, up to 2.7x more
+    rows): 1% fewer Gram values there, and more on ijcnn1 and a9a, whose G_bar updates then recompute
+    full rows the narrow cache cannot hold; dropped."""
     alpha, G, Gbar, C, QD, gx, cache = v
-    store = cache[0]
+    store, slot_of, owner, rlen, stamp, counters = cache
     n = alpha.shape[0]
     if active_size == n:
         return
@@ -345,8 +345,8 @@ def _reconstruct(active_size, v, gk, ws, scratch):
     else:
         for i in range(active_size):
             if 0.0 < alpha[i] < C[i]:
-                s = cache[1][i]
-                if s >= 0 and cache[3][s] >= active_size:
+                s = slot_of[i]
+                if s >= 0 and rlen[s] >= active_size:
                     Qi = store[_get_row(i, n, -1, cache, gx, gk, ws)]
                 else:
                     Qi = _row_tail(i, active_size, cache, scratch, gx, gk, ws)
@@ -598,12 +598,11 @@ def _solve(gx, gk, C, alpha, QD, store, tol, max_iter, shrinking, planning, pa_r
     scratch = np.empty(n, dtype=store.dtype)
     for i in range(n):
         if alpha[i] > 0.0 and alpha[i] >= C[i]:
-            _fill_q(i, scratch, 0, n, gx, gk5, ws)
-            counters[4] += n
+            Qi = _row_tail(i, 0, cache, scratch, gx, gk5, ws)  # the cache is still empty here
             a = alpha[i]
             for t in range(n):
-                G[t] += a * scratch[t]
-                Gbar[t] += C[i] * scratch[t]
+                G[t] += a * Qi[t]
+                Gbar[t] += C[i] * Qi[t]
     for i in range(n):
         if alpha[i] > 0.0 and alpha[i] < C[i]:
             Qi = store[_get_row(i, n, -1, cache, gx, gk5, ws)]
