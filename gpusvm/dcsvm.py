@@ -11,6 +11,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
+from ._dedupe import plan as plan_deduplication
+from ._dedupe import reduce_problem
 from ._gram import GramSpec, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
@@ -175,6 +177,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     random_state : int, numpy Generator/RandomState or None, default=None
         Seeds the kernel k-means samples and seeds.
     verbose : int, default=0
+    deduplicate : {"auto", True, False}, default="auto"
+        Merge equal training points of the same label before dividing, as :class:`gpusvm.SVC` does
+        (exact: the top-level model is the SVM of all the points; the clusters, levels and early models
+        are those of the distinct points). "auto" merges when the distinct (x, y) pairs are at most half
+        of the rows.
 
     Attributes
     ----------
@@ -202,6 +209,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         that level's local models.
     fit_status_ : int
         0 when every solve converged, 1 otherwise.
+    n_distinct_ : int or None
+        Number of distinct (x, y) pairs (None with ``deduplicate=False``), as :class:`gpusvm.SVC`.
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
@@ -210,7 +219,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                  tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
-                 decision_function_shape="ovr", device="auto", random_state=None, verbose=0):
+                 decision_function_shape="ovr", device="auto", random_state=None, verbose=0, deduplicate="auto"):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -236,6 +245,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.deduplicate = deduplicate
 
     # ------------------------------------------------------------------------------------------
     def _validate_params(self):
@@ -275,6 +285,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"The 'solver_options' parameter of DCSVC must be None or a dict. "
                              f"Got {self.solver_options!r} instead.")
+        if not (isinstance(self.deduplicate, (bool, np.bool_)) or self.deduplicate == "auto"):
+            raise ValueError("The 'deduplicate' parameter of DCSVC must be a bool or 'auto'. "
+                             f"Got {self.deduplicate!r} instead.")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
         _, opts = get_binary_solver(self.solver)
@@ -357,6 +370,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._gamma = gamma
         spec = self._gram_spec(gamma)
         rng, seed = self._rng()
+        group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         n_classes = len(classes)
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         cache_bytes = int(float(self.cache_size) * 2**20)
@@ -369,11 +383,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
-            identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
-            idx_dev = be.asarray(idx)
-            Xb = X if identity else be.take_rows(X, idx_dev)
+            rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
+            identity = rows.shape[0] == n and bool(np.all(rows == np.arange(n)))
+            Xb = X if identity else be.take_rows(X, be.asarray(rows))
             res = dcsvm_solve(
-                be, Xb, be.asarray(yb), spec, be.asarray(Cvec_all[idx]), n_levels=int(self.n_levels),
+                be, Xb, be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
                 early_stop_level=self.early_stop_level, refine=bool(self.refine),
                 refine_max_share=_REFINE_AUTO_MAX_SHARE if isinstance(self.refine, str) else 1.0,
@@ -387,7 +401,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 if n_classes > 2:
                     info = {"pair": (a, b), **info}
                 levels.append(info)
-            pair_coef.append(np.asarray(be.to_host(res.alpha), dtype=np.float64) * yb)
+            pair_coef.append(undo(np.asarray(be.to_host(res.alpha), dtype=np.float64)) * yb)
             pair_idx.append(idx)
             pair_b.append(np.nan if res.b is None else float(res.b))
             n_iter.append(int(res.n_iter))
@@ -433,6 +447,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.fit_status_ = 0 if converged else 1
         self.shape_fit_ = (n, d)
         self.n_features_in_ = d
+        self.n_distinct_ = n_groups
         if self.early_stop_level is not None:
             self.early_model_ = {"level": int(self.early_stop_level),
                                  "n_clusters": int(self.n_clusters_per_level) ** int(self.early_stop_level)}

@@ -125,6 +125,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         Planning-ahead SMO plans with the 2 or 3 most recent working sets.
     n_pairs, mu, inner_tol, delta_alpha, min_alpha_opt, max_alpha_opt, min_alpha_check
         Options of the "alfpgm" solver (see its documentation).
+    deduplicate : {"auto", True, False}, default="auto"
+        Merge training points that are equal and have the same label into one point whose bound is the
+        sum of theirs, solve the smaller dual, and split each merged alpha back over the copies (each
+        copy in training order up to its own ``C_i``). This is exact: the dual objective, the bias and
+        the decision function are those of the problem with every copy (:mod:`gpusvm._dedupe`); only
+        the split of alpha over copies, hence ``support_``, is one of the equally optimal ones (LIBSVM's
+        depends on its working-set order). "auto" merges when the distinct (x, y) pairs are at most half
+        of the rows (skin_nonskin, 21% distinct: cold fit 4.6x faster on the CPU); False never merges
+        (LIBSVM's support vectors, up to its tolerance).
 
     Attributes
     ----------
@@ -147,6 +156,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         Dual objective per binary problem.
     fit_status_ : int
         0 when every binary problem converged, 1 otherwise.
+    n_distinct_ : int or None
+        Number of distinct (x, y) pairs among the training points, counted when ``deduplicate`` is not
+        False (None otherwise). Copies were merged when it is below ``n_samples`` and, for "auto", at
+        most half of it.
     probA_, probB_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Platt sigmoid of each class pair, P(first class | f) = 1 / (1 + exp(probA_ f + probB_)), f the
         pair's decision value in LIBSVM's sign (> 0 favours the first class); empty when
@@ -172,7 +185,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                  decision_function_shape="ovr", probability=False, device="auto", random_state=None,
                  verbose=False, decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
                  n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
-                 max_alpha_opt=20, min_alpha_check=None):
+                 max_alpha_opt=20, min_alpha_check=None, deduplicate="auto"):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -199,6 +212,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.min_alpha_opt = min_alpha_opt
         self.max_alpha_opt = max_alpha_opt
         self.min_alpha_check = min_alpha_check
+        self.deduplicate = deduplicate
 
     # ------------------------------------------------------------------------------------------
     def _validate_params(self):
@@ -230,6 +244,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
             raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
                              f"Got {self.class_weight!r} instead.")
+        if not (isinstance(self.deduplicate, (bool, np.bool_)) or self.deduplicate == "auto"):
+            raise ValueError("The 'deduplicate' parameter of SVC must be a bool or 'auto'. "
+                             f"Got {self.deduplicate!r} instead.")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
         return get_binary_solver(self.solver)
@@ -311,6 +328,9 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         xp = be.xp
         x_sqnorm = be.row_sqnorms(X, xp.float64)
+        from ._dedupe import plan
+
+        group, n_groups = plan(be, X, y_idx, self.deduplicate)
         n_classes = len(classes)
         cache_bytes = int(float(self.cache_size) * 2**20)
         opts = {name: getattr(self, name) for name in solver_opts}
@@ -328,22 +348,19 @@ class SVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
-            idx_dev = be.asarray(idx)
-            identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
-            Xb = X if identity else be.take_rows(X, idx_dev)
-            res = solver_fn(be, Xb, be.asarray(yb), spec, be.asarray(Cvec_all[idx]), tol=float(self.tol),
-                            max_iter=int(self.max_iter), cache_bytes=cache_bytes, alpha0=None,
-                            x_sqnorm=x_sqnorm[idx_dev], verbose=int(bool(self.verbose)),
-                            random_state=self.random_state, **opts)
-            pair_alpha.append(_host(be, res.alpha).astype(np.float64) * yb)  # signed coefficients
+            groups = None if group is None else group[idx]
+            alpha, res = self._solve_rows(be, X, idx, yb, Cvec_all[idx], groups, x_sqnorm, spec, solver_fn,
+                                          opts, cache_bytes, verbose=int(bool(self.verbose)))
+            pair_alpha.append(alpha * yb)  # signed coefficients
             pair_idx.append(idx)
             pair_b.append(float(res.b))
             n_iter.append(int(res.n_iter))
             objective.append(float(res.objective))
             converged.append(bool(res.converged))
             if self.probability:
-                f = self._cv_decisions(be, Xb, yb, Cvec_all[idx], x_sqnorm[idx_dev], spec, solver_fn, opts,
-                                       cache_bytes, rs)
+                idx_dev = be.asarray(idx)
+                f = self._cv_decisions(be, be.take_rows(X, idx_dev), yb, Cvec_all[idx], x_sqnorm[idx_dev], spec,
+                                       solver_fn, opts, cache_bytes, rs, groups)
                 pa, pb = sigmoid_train(f, yb)
                 prob_a.append(pa)
                 prob_b.append(pb)
@@ -392,6 +409,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.probB_ = np.array(prob_b, dtype=np.float64)
         self.shape_fit_ = (n, d)
         self.n_features_in_ = d
+        self.n_distinct_ = n_groups
         if not all(converged):
             warnings.warn(f"Solver terminated early (max_iter={self.max_iter}) on "
                           f"{converged.count(False)} of {len(converged)} binary problem(s); the model is "
@@ -399,7 +417,24 @@ class SVC(ClassifierMixin, BaseEstimator):
                           "(e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)
         return self
 
-    def _cv_decisions(self, be, Xb, yb, Cb, x_sq, spec, solver_fn, opts, cache_bytes, rs, n_folds=5):
+    def _solve_rows(self, be, X, rows, yb, C, groups, x_sqnorm, spec, solver_fn, opts, cache_bytes, verbose=0):
+        """Solve the binary dual on rows ``rows`` (host indices into ``X``) of ``X``; returns (alpha over
+        ``rows`` on the host, the solver's result). With ``groups`` (host, the duplicate group of each
+        row), copies are merged first and alpha is split back over them (:mod:`gpusvm._dedupe`)."""
+        from ._dedupe import reduce_problem
+
+        rows, yb, C, undo = reduce_problem(rows, yb, C, groups)
+        rows_dev = be.asarray(rows)
+        identity = rows.shape[0] == X.shape[0] and bool(np.all(rows == np.arange(rows.shape[0])))
+        Xr = X if identity else be.take_rows(X, rows_dev)
+        res = solver_fn(be, Xr, be.asarray(yb), spec, be.asarray(C), tol=float(self.tol),
+                        max_iter=int(self.max_iter), cache_bytes=cache_bytes, alpha0=None,
+                        x_sqnorm=x_sqnorm[rows_dev], verbose=verbose, random_state=self.random_state, **opts)
+        alpha = undo(_host(be, res.alpha).astype(np.float64))
+        return alpha, res
+
+    def _cv_decisions(self, be, Xb, yb, Cb, x_sq, spec, solver_fn, opts, cache_bytes, rs, groups=None,
+                      n_folds=5):
         """Cross-validated decision values of one class pair for Platt scaling, as LIBSVM's
         ``svm_binary_svc_probability``: a random permutation cut into 5 folds; a fold whose training
         part holds one class only gets +1 or -1."""
@@ -415,11 +450,10 @@ class SVC(ClassifierMixin, BaseEstimator):
             if n_pos == 0 or n_pos == train.shape[0]:
                 dec[test] = 0.0 if train.shape[0] == 0 else (1.0 if n_pos > 0 else -1.0)
                 continue
-            tr = be.asarray(train)
-            res = solver_fn(be, be.take_rows(Xb, tr), be.asarray(yb[train]), spec, be.asarray(Cb[train]),
-                            tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes,
-                            alpha0=None, x_sqnorm=x_sq[tr], verbose=0, random_state=self.random_state, **opts)
-            coef = _host(be, res.alpha).astype(np.float64) * yb[train]
+            alpha, res = self._solve_rows(be, Xb, train, yb[train], Cb[train],
+                                          None if groups is None else groups[train], x_sq, spec, solver_fn,
+                                          opts, cache_bytes)
+            coef = alpha * yb[train]
             nz = np.flatnonzero(coef)
             sv, te = be.asarray(train[nz]), be.asarray(test)
             f = _blocked_decision(be, be.take_rows(Xb, sv), be.asarray(coef[nz][None, :]),

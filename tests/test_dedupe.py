@@ -1,0 +1,225 @@
+"""Merging duplicate training points (gpusvm._dedupe, SVC/DCSVC(deduplicate=...)): exact, and the
+same groups on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import gpusvm
+from gpusvm import _dedupe
+from gpusvm._backend import get_backend
+
+CPU = get_backend("cpu")
+
+
+def _with_copies(rng, n=120, d=6, copies=3, discrete=True):
+    """n base rows (a few with conflicting labels), each repeated 1..copies times, shuffled."""
+    X = rng.integers(-2, 3, size=(n, d)).astype(np.float64) if discrete else rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.4] = 0.0
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    reps = rng.integers(1, copies + 1, size=n)
+    Xr, yr = np.repeat(X, reps, axis=0), np.repeat(y, reps)
+    flip = rng.random(yr.shape[0]) < 0.05  # a copy with the other label is not the same point
+    yr = np.where(flip, 1 - yr, yr)
+    p = rng.permutation(yr.shape[0])
+    return Xr[p], yr[p]
+
+
+def _reference_groups(X, y):
+    """Groups by exact (row, label) equality, numbered by first occurrence."""
+    Xd = X.toarray() if sp.issparse(X) else X
+    Z = np.column_stack([Xd + 0.0, y])  # + 0.0: -0.0 and 0.0 are the same point
+    _, first, inv = np.unique(Z, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty_like(first)
+    rank[np.argsort(first)] = np.arange(first.shape[0])
+    return rank[inv.ravel()]
+
+
+def test_row_hashes_same_for_dense_csr_dtype_and_signed_zero(rng):
+    X = rng.normal(size=(50, 7))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    h = _dedupe.row_hashes(CPU, X, 1)
+    Xz = X.copy()
+    Xz[Xz == 0] = -0.0
+    np.testing.assert_array_equal(_dedupe.row_hashes(CPU, Xz, 1), h)
+    np.testing.assert_array_equal(_dedupe.row_hashes(CPU, sp.csr_matrix(X), 1), h)
+    # explicit zeros stored in the CSR pattern do not change a row's hash
+    full = sp.csr_matrix((X.ravel(), np.tile(np.arange(7), 50), np.arange(51) * 7), shape=X.shape)
+    assert full.nnz == X.size
+    np.testing.assert_array_equal(_dedupe.row_hashes(CPU, full, 1), h)
+    X32 = X.astype(np.float32)
+    np.testing.assert_array_equal(_dedupe.row_hashes(CPU, X32, 1),
+                                  _dedupe.row_hashes(CPU, X32.astype(np.float64), 1))
+    # a different seed, a changed value or a moved value change the hash
+    assert np.all(_dedupe.row_hashes(CPU, X, 2) != h)
+    X2 = X.copy()
+    X2[3, 2] = np.nextafter(X2[3, 2], 1.0)
+    assert _dedupe.row_hashes(CPU, X2, 1)[3] != h[3]
+    X3 = X.copy()
+    X3[4] = np.roll(X3[4], 1)
+    assert _dedupe.row_hashes(CPU, X3, 1)[4] != h[4] or np.all(X3[4] == X[4])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_duplicate_groups_match_exact_grouping(rng, sparse):
+    X, y = _with_copies(rng)
+    Xb = sp.csr_matrix(X) if sparse else X
+    group, n_groups = _dedupe.duplicate_groups(CPU, Xb, y)
+    ref = _reference_groups(X, y)
+    np.testing.assert_array_equal(group, ref)
+    assert n_groups == ref.max() + 1 < X.shape[0]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hash_collisions_never_merge_different_rows(rng, monkeypatch, sparse):
+    X, y = _with_copies(rng)
+    monkeypatch.setattr(_dedupe, "row_hashes", lambda be, X, seed: be.xp.zeros(int(X.shape[0]), dtype=be.xp.uint64))
+    group, _ = _dedupe.duplicate_groups(CPU, sp.csr_matrix(X) if sparse else X, y)
+    # every row now collides with every other of its label; only the exact comparison separates them
+    for g in np.unique(group):
+        members = np.flatnonzero(group == g)
+        assert np.all(X[members] == X[members[0]]) and np.all(y[members] == y[members[0]])
+    # rows that differ from their collision group's first row keep a group of their own, so the
+    # grouping is finer than (or equal to) the exact one, never coarser
+    ref = _reference_groups(X, y)
+    for g in np.unique(group):
+        assert np.unique(ref[group == g]).shape[0] == 1
+
+
+def test_reduce_and_expand_keep_bounds_and_sums(rng):
+    group = np.array([0, 1, 0, 2, 1, 0, 3])
+    C = np.array([1.0, 2.0, 0.5, 1.0, 2.0, 3.0, 1.0])
+    first, inverse, C_red = _dedupe.reduce_rows(group, C)
+    np.testing.assert_array_equal(first, [0, 1, 3, 6])
+    np.testing.assert_array_equal(inverse, [0, 1, 0, 2, 1, 0, 3])
+    np.testing.assert_allclose(C_red, [4.5, 4.0, 1.0, 1.0])
+    for beta in ([0.0, 0.0, 0.0, 0.0], [1.2, 4.0, 0.3, 1.0], [4.5, 2.5, 1.0, 0.0], [3.0, 1.0, 0.0, 0.7]):
+        beta = np.asarray(beta)
+        alpha = _dedupe.expand_alpha(beta, inverse, C)
+        assert np.all(alpha >= 0) and np.all(alpha <= C)
+        np.testing.assert_allclose(np.bincount(inverse, weights=alpha), beta, atol=1e-15)
+        for g in range(4):  # copies fill in row order: at most one copy strictly inside its box
+            a, c = alpha[inverse == g], C[inverse == g]
+            assert np.count_nonzero((a > 0) & (a < c)) <= 1
+            nz = np.flatnonzero(a > 0)
+            assert nz.shape[0] == 0 or np.all(a[: nz[-1]] == c[: nz[-1]])
+    # rounding in the sum of bounds leaves no tiny extra support vector
+    C3 = np.array([0.1, 0.2, 0.3])
+    alpha = _dedupe.expand_alpha(np.array([0.1 + 0.2]), np.zeros(3, dtype=int), C3)
+    np.testing.assert_allclose(alpha, [0.1, 0.2, 0.0], atol=1e-16)
+    assert alpha[2] == 0.0
+
+
+def _obj(X, y, coef, gamma):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    a = np.abs(coef)
+    return a.sum() - 0.5 * coef @ rbf_kernel(X, X, gamma=gamma) @ coef
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_svc_merged_problem_is_the_exact_svm(rng, sparse, solver):
+    X, y = _with_copies(rng, n=150)
+    sw = rng.uniform(0.2, 2.0, size=y.shape[0])
+    Xb = sp.csr_matrix(X) if sparse else X
+    kw = dict(C=5.0, gamma=0.3, tol=1e-5, solver=solver, device="cpu", class_weight={0: 1.0, 1: 1.7},
+              gram_dtype="float64")
+    plain = gpusvm.SVC(deduplicate=False, **kw).fit(Xb, y, sample_weight=sw)
+    merged = gpusvm.SVC(deduplicate=True, **kw).fit(Xb, y, sample_weight=sw)
+    assert plain.n_distinct_ is None and merged.n_distinct_ == _reference_groups(X, y).max() + 1
+    assert merged.n_iter_[0] > 0
+    np.testing.assert_allclose(merged.objective_, plain.objective_, rtol=1e-7)
+    np.testing.assert_allclose(merged.decision_function(X), plain.decision_function(X), atol=1e-3)
+    np.testing.assert_allclose(merged.intercept_, plain.intercept_, atol=1e-3)
+    # the split alpha is feasible for the problem with every copy, and its objective is the solver's
+    Ci = 5.0 * np.where(y == 1, 1.7, 1.0) * sw
+    dual = merged.dual_coef_.toarray() if sp.issparse(merged.dual_coef_) else np.asarray(merged.dual_coef_)
+    sup = np.asarray(merged.support_)
+    coef = np.zeros(y.shape[0])
+    coef[sup] = dual[0]
+    assert np.all(np.abs(coef) <= Ci * (1 + 1e-12))
+    assert abs(coef.sum()) < 1e-9 * np.abs(coef).sum()  # y^T alpha = 0 (coef = y alpha)
+    np.testing.assert_allclose(_obj(X, y, coef, 0.3), merged.objective_[0], rtol=1e-9)
+    # and the same points as LIBSVM's solution would need at most: every copy group of the merged
+    # solution has at most one copy strictly inside its box
+    assert merged.n_support_.sum() <= plain.n_support_.sum() + 1
+
+
+def test_svc_auto_merges_only_many_copies(rng):
+    X, y = _with_copies(rng, n=100, copies=1, discrete=False)  # no copies: nothing to merge
+    a = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu").fit(X, y)
+    b = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu", deduplicate=False).fit(X, y)
+    assert a.n_distinct_ == X.shape[0]
+    np.testing.assert_array_equal(np.asarray(a.support_), np.asarray(b.support_))
+    Xc = np.vstack([X[:70], X[:70], X[:70]])  # 70 distinct of 210: merged
+    yc = np.concatenate([y[:70]] * 3)
+    m = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu").fit(Xc, yc)
+    p = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu", deduplicate=False).fit(Xc, yc)
+    assert m.n_distinct_ == 70
+    coef = np.zeros(210)
+    coef[np.asarray(m.support_)] = np.asarray(m.dual_coef_)[0]
+    for i in range(70):  # copies i, i + 70, i + 140 are filled in that order, each up to C
+        a = np.abs(coef[[i, i + 70, i + 140]])
+        assert (a[1] == 0 or a[0] == 2.0) and (a[2] == 0 or a[1] == 2.0)
+    np.testing.assert_allclose(m.objective_, p.objective_, rtol=1e-6)
+    Xh = np.vstack([X, X[:60]])  # 100 distinct of 160 (> half): "auto" leaves it alone
+    yh = np.concatenate([y, y[:60]])
+    h = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu").fit(Xh, yh)
+    hp = gpusvm.SVC(C=2.0, gamma=0.5, device="cpu", deduplicate=False).fit(Xh, yh)
+    assert h.n_distinct_ == 100
+    np.testing.assert_array_equal(np.asarray(h.support_), np.asarray(hp.support_))
+
+
+def test_svc_multiclass_and_probability_with_copies():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400], y[:400]
+    X3, y3 = np.vstack([X, X, X]), np.concatenate([y, y, y])
+    plain = gpusvm.SVC(C=10, gamma=0.001, device="cpu", deduplicate=False).fit(X3, y3)
+    merged = gpusvm.SVC(C=10, gamma=0.001, device="cpu", probability=True, random_state=0).fit(X3, y3)
+    assert merged.n_distinct_ == len(np.unique(np.column_stack([X, y]), axis=0))
+    np.testing.assert_allclose(merged.objective_, plain.objective_, rtol=1e-6)
+    assert np.mean(merged.predict(X) == plain.predict(X)) == 1.0
+    P = merged.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.mean(P.argmax(axis=1) == y) > 0.95
+
+
+def test_dcsvc_merged_top_is_the_exact_svm(rng):
+    X, y = _with_copies(rng, n=300, copies=4)
+    kw = dict(C=4.0, gamma=0.3, n_levels=1, n_clusters_per_level=2, min_cluster_size=0, device="cpu",
+              random_state=0)
+    plain = gpusvm.DCSVC(deduplicate=False, **kw).fit(X, y)
+    merged = gpusvm.DCSVC(deduplicate=True, **kw).fit(X, y)
+    ref = gpusvm.SVC(C=4.0, gamma=0.3, device="cpu", deduplicate=False).fit(X, y)
+    assert merged.n_distinct_ < X.shape[0]
+    np.testing.assert_allclose(merged.objective_, ref.objective_, rtol=1e-5)
+    np.testing.assert_allclose(plain.objective_, ref.objective_, rtol=1e-5)
+    np.testing.assert_allclose(merged.decision_function(X), ref.decision_function(X), atol=5e-3)
+    assert np.mean(merged.predict(X, level=1) == y) > 0.6  # the early model of the merged points
+
+
+@pytest.mark.parametrize("est", [gpusvm.SVC, gpusvm.DCSVC])
+@pytest.mark.parametrize("bad", ["yes", 2, None])
+def test_bad_deduplicate_value(est, bad):
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    with pytest.raises(ValueError, match="'deduplicate' parameter of .* must be a bool or 'auto'"):
+        est(deduplicate=bad, device="cpu").fit(X, [0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gpu_groups_match_cpu(gpu_backend, rng, sparse):
+    X, y = _with_copies(rng, n=200)
+    Xh = sp.csr_matrix(X) if sparse else X
+    Xg = gpu_backend.asarray(Xh)
+    for seed in (1, 2):
+        np.testing.assert_array_equal(np.asarray(gpu_backend.to_host(_dedupe.row_hashes(gpu_backend, Xg, seed))),
+                                      _dedupe.row_hashes(CPU, Xh, seed))
+    g_gpu, n_gpu = _dedupe.duplicate_groups(gpu_backend, Xg, y)
+    g_cpu, n_cpu = _dedupe.duplicate_groups(CPU, Xh, y)
+    np.testing.assert_array_equal(g_gpu, g_cpu)
+    assert n_gpu == n_cpu
