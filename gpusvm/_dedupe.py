@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
+__all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
            "AUTO_MAX_DISTINCT_SHARE"]
 
 # deduplicate="auto" merges copies when the distinct (x, y) pairs are at most this share of the rows:
@@ -199,6 +199,12 @@ def expand_alpha(beta, inverse, C):
     alpha = np.empty_like(a)
     alpha[order] = a
     return alpha
+
+
+def check_mode(value, owner):
+    """Validate an estimator's ``deduplicate`` parameter (a bool or "auto")."""
+    if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, str) and value == "auto")):
+        raise ValueError(f"The 'deduplicate' parameter of {owner} must be a bool or 'auto'. Got {value!r} instead.")
 
 
 def plan(be, X, labels, mode):

@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
+from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, resolve_gamma
@@ -285,9 +286,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"The 'solver_options' parameter of DCSVC must be None or a dict. "
                              f"Got {self.solver_options!r} instead.")
-        if not (isinstance(self.deduplicate, (bool, np.bool_)) or self.deduplicate == "auto"):
-            raise ValueError("The 'deduplicate' parameter of DCSVC must be a bool or 'auto'. "
-                             f"Got {self.deduplicate!r} instead.")
+        check_deduplicate(self.deduplicate, "DCSVC")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
         _, opts = get_binary_solver(self.solver)

@@ -14,6 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
+from ._dedupe import check_mode as check_deduplicate
+from ._dedupe import plan as plan_deduplication
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
                           to_input_library, to_numpy)
@@ -66,6 +68,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     verbose : int, default=0
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to train; see :func:`gpusvm.get_backend`.
+    deduplicate : {"auto", True, False}, default="auto"
+        Merge equal training points of the same label into one point with the summed ``C`` before
+        training (exact for both losses: the optimal ``w`` is the same; only ``n_updates_`` changes).
+        "auto" merges when the distinct (x, y) pairs are at most half of the rows (see
+        :class:`gpusvm.SVC`).
 
     Attributes
     ----------
@@ -79,11 +86,13 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     objective_ : ndarray of shape (1,) or (n_classes,)
         Primal objective of each binary problem at the solution.
     n_features_in_ : int
+    n_distinct_ : int or None
+        Number of distinct (x, y) pairs (None with ``deduplicate=False``).
     """
 
     def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="dcd", fit_intercept=True,
                  intercept_scaling=1.0, class_weight=None, max_iter=1000, random_state=None, verbose=0,
-                 device="auto"):
+                 device="auto", deduplicate="auto"):
         self.C = C
         self.loss = loss
         self.tol = tol
@@ -95,6 +104,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.device = device
+        self.deduplicate = deduplicate
 
     def _validate_params(self):
         name = type(self).__name__
@@ -108,6 +118,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.intercept_scaling, "intercept_scaling", name, low=0.0, low_open=True)
         check_scalar(self.max_iter, "max_iter", name, kind="int", low=1)
         check_scalar(self.verbose, "verbose", name, kind="int", low=0)
+        check_deduplicate(self.deduplicate, name)
         cw = self.class_weight
         if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
             raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "
@@ -154,6 +165,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if not np.any(C_host > 0):
             raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
                              "one sample needs a positive weight.")
+        group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
+        if group is not None:
+            # equal rows with the same label enter the dual only through the sum of their alphas: one row
+            # with the summed C is the same problem (hinge: box [0, sum C_i]; squared hinge: the diagonal
+            # term 1/(2 C_i) of copies sharing a sum is smallest at alpha_i ~ C_i, which is 1/(2 sum C_i))
+            first = np.unique(group, return_index=True)[1]
+            C_host = np.bincount(group, weights=C_host, minlength=first.shape[0])
+            X = be.take_rows(X, be.asarray(first))
+            y_idx = y_idx[first]
         C = be.asarray(C_host, dtype=be.xp.float64)
         bias = float(self.intercept_scaling) if self.fit_intercept else 0.0
         rs = check_random_state(self.random_state)
@@ -187,6 +207,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = int(n_iter)
         self.n_updates_ = int(n_updates)
         self.n_features_in_ = d
+        self.n_distinct_ = n_groups
         return self
 
     def decision_function(self, X):

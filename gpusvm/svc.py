@@ -12,6 +12,9 @@ from sklearn.utils.metaestimators import available_if
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
+from ._dedupe import check_mode as check_deduplicate
+from ._dedupe import plan as plan_deduplication
+from ._dedupe import reduce_problem
 from ._gram import GramSpec, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
@@ -244,9 +247,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
             raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
                              f"Got {self.class_weight!r} instead.")
-        if not (isinstance(self.deduplicate, (bool, np.bool_)) or self.deduplicate == "auto"):
-            raise ValueError("The 'deduplicate' parameter of SVC must be a bool or 'auto'. "
-                             f"Got {self.deduplicate!r} instead.")
+        check_deduplicate(self.deduplicate, "SVC")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
         return get_binary_solver(self.solver)
@@ -328,9 +329,7 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         xp = be.xp
         x_sqnorm = be.row_sqnorms(X, xp.float64)
-        from ._dedupe import plan
-
-        group, n_groups = plan(be, X, y_idx, self.deduplicate)
+        group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         n_classes = len(classes)
         cache_bytes = int(float(self.cache_size) * 2**20)
         opts = {name: getattr(self, name) for name in solver_opts}
@@ -421,8 +420,6 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Solve the binary dual on rows ``rows`` (host indices into ``X``) of ``X``; returns (alpha over
         ``rows`` on the host, the solver's result). With ``groups`` (host, the duplicate group of each
         row), copies are merged first and alpha is split back over them (:mod:`gpusvm._dedupe`)."""
-        from ._dedupe import reduce_problem
-
         rows, yb, C, undo = reduce_problem(rows, yb, C, groups)
         rows_dev = be.asarray(rows)
         identity = rows.shape[0] == X.shape[0] and bool(np.all(rows == np.arange(rows.shape[0])))

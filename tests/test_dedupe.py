@@ -203,7 +203,24 @@ def test_dcsvc_merged_top_is_the_exact_svm(rng):
     assert np.mean(merged.predict(X, level=1) == y) > 0.6  # the early model of the merged points
 
 
-@pytest.mark.parametrize("est", [gpusvm.SVC, gpusvm.DCSVC])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_linearsvc_merged_problem_has_the_same_solution(rng, loss, sparse):
+    X, y = _with_copies(rng, n=200, copies=4)
+    y = np.where(rng.random(y.shape[0]) < 0.3, 2, y)  # three classes (one-vs-rest)
+    sw = rng.uniform(0.5, 2.0, size=y.shape[0])
+    Xb = sp.csr_matrix(X) if sparse else X
+    kw = dict(C=3.0, loss=loss, tol=1e-6, max_iter=100000, device="cpu", random_state=0)
+    plain = gpusvm.LinearSVC(deduplicate=False, **kw).fit(Xb, y, sample_weight=sw)
+    merged = gpusvm.LinearSVC(deduplicate=True, **kw).fit(Xb, y, sample_weight=sw)
+    assert plain.n_distinct_ is None and merged.n_distinct_ == _reference_groups(X, y).max() + 1
+    # the primal objective of every binary problem is the same problem's: same optimum, same w
+    np.testing.assert_allclose(merged.objective_, plain.objective_, rtol=1e-7)
+    np.testing.assert_allclose(merged.coef_, plain.coef_, atol=1e-4)
+    np.testing.assert_allclose(merged.intercept_, plain.intercept_, atol=1e-4)
+
+
+@pytest.mark.parametrize("est", [gpusvm.SVC, gpusvm.DCSVC, gpusvm.LinearSVC])
 @pytest.mark.parametrize("bad", ["yes", 2, None])
 def test_bad_deduplicate_value(est, bad):
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
