@@ -120,7 +120,7 @@ def _obj(X, y, coef, gamma):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+@pytest.mark.parametrize("solver", ["smo", "pa-smo", "alfpgm"])
 def test_svc_merged_problem_is_the_exact_svm(rng, sparse, solver):
     X, y = _with_copies(rng, n=150)
     sw = rng.uniform(0.2, 2.0, size=y.shape[0])
@@ -142,7 +142,8 @@ def test_svc_merged_problem_is_the_exact_svm(rng, sparse, solver):
     coef[sup] = dual[0]
     assert np.all(np.abs(coef) <= Ci * (1 + 1e-12))
     assert abs(coef.sum()) < 1e-9 * np.abs(coef).sum()  # y^T alpha = 0 (coef = y alpha)
-    np.testing.assert_allclose(_obj(X, y, coef, 0.3), merged.objective_[0], rtol=1e-9)
+    # (ALFPGM's objective comes from its incrementally updated gradient: a little drift)
+    np.testing.assert_allclose(_obj(X, y, coef, 0.3), merged.objective_[0], rtol=1e-7 if solver == "alfpgm" else 1e-9)
     # and the same points as LIBSVM's solution would need at most: every copy group of the merged
     # solution has at most one copy strictly inside its box
     assert merged.n_support_.sum() <= plain.n_support_.sum() + 1

@@ -209,9 +209,14 @@ def _merge_duplicates(be, X, y, alpha, C, G, cache):
     for g in groups:
         m = len(g)
         rest = sum(a_h[pos:pos + m])
+        tiny = 1e-12 * rest  # rounding of the running sum: no member a hair below C or above 0
         for k in range(pos, pos + m):
             v = min(c_h[k], rest)
-            new.append(v if v > 0 else 0.0)
+            if c_h[k] - v <= tiny:
+                v = c_h[k]
+            elif v <= tiny:
+                v = 0.0
+            new.append(v)
             rest -= v
         pos += m
     changed = [k for k in range(len(members)) if new[k] != a_h[k]]
