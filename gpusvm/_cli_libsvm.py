@@ -35,6 +35,8 @@ options (as LIBSVM's svm-train; C-SVC only):
 gpusvm options:
 --device d : cpu, gpu, gpu:N or auto (default auto)
 --solver s : smo, pa-smo or alfpgm (default smo)
+--deduplicate m : auto, 1 or 0: merge equal points of the same label before training (exact; auto merges
+    when at most half of the points are distinct; default auto)
 """
 
 PREDICT_USAGE = """\
@@ -67,12 +69,20 @@ def _num(value, opt, cast=float):
 def parse_train_args(args):
     """LIBSVM-style options -> (settings dict, training file, model file)."""
     opt = {"kernel": 2, "degree": 3, "gamma": None, "coef0": 0.0, "C": 1.0, "cache": 100.0, "tol": 1e-3,
-           "weights": {}, "folds": None, "quiet": False, "device": "auto", "solver": "smo"}
+           "weights": {}, "folds": None, "quiet": False, "device": "auto", "solver": "smo",
+           "deduplicate": "auto"}
     i = 0
     while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
         a = args[i]
         if a in ("--device", "--solver"):
             opt[a[2:]] = _take(args, i, a)
+            i += 2
+            continue
+        if a == "--deduplicate":
+            v = _take(args, i, a)
+            if v not in ("auto", "0", "1"):
+                raise UsageError(f"--deduplicate {v}: auto, 0 or 1")
+            opt["deduplicate"] = {"0": False, "1": True}.get(v, "auto")
             i += 2
             continue
         if a == "-q":
@@ -173,6 +183,7 @@ def train_main(args) -> int:
             print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
     est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"], gamma=gamma, coef0=opt["coef0"], tol=opt["tol"],
               cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"],
+              deduplicate=opt["deduplicate"],
               probability=bool(opt.get("probability")), random_state=0)
     try:
         if opt["folds"]:

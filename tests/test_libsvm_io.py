@@ -279,11 +279,32 @@ def test_train_cross_validation(files, capsys):
 @pytest.mark.parametrize("args,match", [(["-s", "1"], "C-SVC only"), (["-t", "4"], "precomputed"),
                                         (["-b", "2"], "probability_estimates is 0 or 1"), (["-x", "1"], "unknown option"),
                                         (["-c", "abc"], "not a valid number"),
-                                        (["-c", "-1"], "'C' parameter")])
+                                        (["-c", "-1"], "'C' parameter"),
+                                        (["--deduplicate", "yes"], "--deduplicate yes: auto, 0 or 1")])
 def test_train_rejects_bad_options(files, capsys, args, match):
     d, _, _ = files
     assert main(["train", *args, str(d / "tr"), str(d / "m")]) == 1
     assert match in capsys.readouterr().err
+
+
+def test_train_deduplicate_option(tmp_path, capsys):
+    """--deduplicate 1 merges repeated points (fewer SVs in the file, the same predictions as the plain
+    fit); 0 solves with every copy; auto merges here (80 distinct points of 240)."""
+    X, y = make_classification(80, 4, random_state=1)
+    y = np.where(y == 1, 1, -1)
+    X3, y3 = np.vstack([X, X, X]), np.concatenate([y, y, y])
+    dump_svmlight_file(X3, y3, str(tmp_path / "tr"), zero_based=False)
+    nsv = {}
+    for mode in ("0", "1", "auto"):
+        assert main(["train", "-q", "-e", "1e-6", "-g", "0.5", "--deduplicate", mode, str(tmp_path / "tr"),
+                     str(tmp_path / f"m{mode}")]) == 0
+        text = (tmp_path / f"m{mode}").read_text()
+        nsv[mode] = int(text.split("total_sv ")[1].split()[0])
+        assert main(["predict", "-q", str(tmp_path / "tr"), str(tmp_path / f"m{mode}"), str(tmp_path / "o")]) == 0
+        pred = np.array([int(v) for v in (tmp_path / "o").read_text().split()])
+        ref = SVC(C=1.0, gamma=0.5, tol=1e-6, device="cpu", deduplicate=False).fit(X3, y3)
+        assert np.mean(pred == ref.predict(X3)) == 1.0
+    assert nsv["1"] == nsv["auto"] < nsv["0"]
 
 
 def test_option_without_value():
