@@ -38,10 +38,11 @@ import numpy as np
 __all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
            "AUTO_MAX_DISTINCT_SHARE"]
 
-# deduplicate="auto" merges copies when the distinct (x, y) pairs are at most this share of the rows:
-# skin_nonskin (0.21) then trains 4.6x faster (cold SVC, CPU); at 0.53 (phishing) merging saved nothing
-# measurable, at 0.80 (a9a) about 20% of the CPU time. Below the threshold the model's support vectors
-# are LIBSVM's; above it, one of the equally optimal splits over copies (see the module docstring).
+# deduplicate="auto" merges copies when the distinct (x, y) pairs are at most this share of the rows.
+# Merging was faster on every data set with copies (benchmarks/results/dedupe_cpu.md, cold SVC, CPU:
+# skin_nonskin, 23% distinct, 4.66x; phishing 58%: 1.40x; w8a 72%: 2.25x; a9a 80%: 1.72x) but the split
+# of alpha over copies is not LIBSVM's (support vectors -9% to -0.5% there), so "auto" keeps LIBSVM's
+# support vectors unless merging at least halves the problem; True always merges.
 AUTO_MAX_DISTINCT_SHARE = 0.5
 
 _M1 = 0xBF58476D1CE4E5B9
@@ -180,8 +181,9 @@ def expand_alpha(beta, inverse, C):
 
     ``alpha[k] = clip(beta[inverse[k]] - (bounds of the earlier copies of its group), 0, C[k])``, so the
     copies' alphas sum to ``beta`` and each stays in ``[0, C[k]]``; at most one copy per group is strictly
-    between its bounds. A remainder below 1e-12 of the group's alpha (rounding of the bound sums) is
-    dropped rather than kept as a support vector.
+    between its bounds. Rounding of the bound sums is not left behind: a copy within 1e-12 of the group's
+    alpha of its bound is put on it, and a remainder below that is dropped rather than kept as a support
+    vector.
     """
     beta = np.asarray(beta, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
@@ -195,7 +197,9 @@ def expand_alpha(beta, inverse, C):
     base = before[start][np.cumsum(start) - 1]  # ... minus those of earlier groups
     rest = beta[g] - (before - base)
     a = np.clip(rest, 0.0, Cs)
-    a[rest <= 1e-12 * np.abs(beta[g])] = 0.0
+    tiny = 1e-12 * np.abs(beta[g])
+    a[(a < Cs) & (Cs - rest <= tiny)] = Cs[(a < Cs) & (Cs - rest <= tiny)]  # a hair below its bound
+    a[rest <= tiny] = 0.0
     alpha = np.empty_like(a)
     alpha[order] = a
     return alpha
@@ -214,11 +218,12 @@ def plan(be, X, labels, mode):
     or "auto" with more than :data:`AUTO_MAX_DISTINCT_SHARE` of the rows distinct); ``n_groups`` is the
     number of distinct (x, y) pairs, or None when they were not counted (``mode`` False).
     """
-    if mode is False:
+    auto = isinstance(mode, str)
+    if not auto and not mode:
         return None, None
     group, n_groups = duplicate_groups(be, X, labels)
     n = int(X.shape[0])
-    if n_groups == n or (mode == "auto" and n_groups > AUTO_MAX_DISTINCT_SHARE * n):
+    if n_groups == n or (auto and n_groups > AUTO_MAX_DISTINCT_SHARE * n):
         return None, n_groups
     return group, n_groups
 

@@ -135,8 +135,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         the decision function are those of the problem with every copy (:mod:`gpusvm._dedupe`); only
         the split of alpha over copies, hence ``support_``, is one of the equally optimal ones (LIBSVM's
         depends on its working-set order). "auto" merges when the distinct (x, y) pairs are at most half
-        of the rows (skin_nonskin, 21% distinct: cold fit 4.6x faster on the CPU); False never merges
-        (LIBSVM's support vectors, up to its tolerance).
+        of the rows (skin_nonskin, 23% distinct: cold fit 4.66x faster on the CPU); True always merges
+        (a9a 1.72x, w8a 2.25x, phishing 1.40x faster; benchmarks/results/dedupe_cpu.md); False never
+        merges. Only an unmerged fit has LIBSVM's support vectors (up to the tolerance).
 
     Attributes
     ----------

@@ -105,11 +105,13 @@ def test_reduce_and_expand_keep_bounds_and_sums(rng):
             assert np.count_nonzero((a > 0) & (a < c)) <= 1
             nz = np.flatnonzero(a > 0)
             assert nz.shape[0] == 0 or np.all(a[: nz[-1]] == c[: nz[-1]])
-    # rounding in the sum of bounds leaves no tiny extra support vector
+    # rounding in the sum of bounds leaves no tiny extra support vector, and no copy a hair below C
     C3 = np.array([0.1, 0.2, 0.3])
     alpha = _dedupe.expand_alpha(np.array([0.1 + 0.2]), np.zeros(3, dtype=int), C3)
-    np.testing.assert_allclose(alpha, [0.1, 0.2, 0.0], atol=1e-16)
-    assert alpha[2] == 0.0
+    assert alpha[0] == 0.1 and alpha[1] == 0.2 and alpha[2] == 0.0
+    C4 = np.array([0.514, 0.516, 0.755])  # sum - (0.514 + 0.516) is 1.1e-16 below 0.755
+    alpha = _dedupe.expand_alpha(np.array([C4.sum()]), np.zeros(3, dtype=int), C4)
+    np.testing.assert_array_equal(alpha, C4)
 
 
 def _obj(X, y, coef, gamma):
@@ -219,6 +221,13 @@ def test_linearsvc_merged_problem_has_the_same_solution(rng, loss, sparse):
     np.testing.assert_allclose(merged.objective_, plain.objective_, rtol=1e-7)
     np.testing.assert_allclose(merged.coef_, plain.coef_, atol=1e-4)
     np.testing.assert_allclose(merged.intercept_, plain.intercept_, atol=1e-4)
+
+
+def test_numpy_false_does_not_merge(rng):
+    X, y = _with_copies(rng)
+    m = gpusvm.SVC(C=1.0, gamma=0.5, device="cpu", deduplicate=np.False_).fit(X, y)
+    assert m.n_distinct_ is None
+    assert _dedupe.plan(CPU, X, y, np.True_)[0] is not None
 
 
 @pytest.mark.parametrize("est", [gpusvm.SVC, gpusvm.DCSVC, gpusvm.LinearSVC])
