@@ -250,3 +250,18 @@ def test_gpu_groups_match_cpu(gpu_backend, rng, sparse):
     g_cpu, n_cpu = _dedupe.duplicate_groups(CPU, Xh, y)
     np.testing.assert_array_equal(g_gpu, g_cpu)
     assert n_gpu == n_cpu
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gpu_fits_with_copies_match_cpu(gpu_backend, rng, sparse):
+    X, y = _with_copies(rng, n=120, copies=4)
+    Xh = sp.csr_matrix(X) if sparse else X
+    Xg, yg = gpu_backend.asarray(Xh), gpu_backend.asarray(y)
+    for make in (lambda dev: gpusvm.SVC(C=3.0, gamma=0.4, tol=1e-5, gram_dtype="float64", device=dev),
+                 lambda dev: gpusvm.LinearSVC(C=3.0, tol=1e-6, max_iter=100000, device=dev, random_state=0)):
+        cpu = make("cpu").set_params(deduplicate=True).fit(Xh, y)
+        gpu = make("gpu").set_params(deduplicate=True).fit(Xg, yg)
+        assert gpu.n_distinct_ == cpu.n_distinct_ < X.shape[0]
+        np.testing.assert_allclose(gpu.objective_, cpu.objective_, rtol=1e-6)
+        dg = np.asarray(gpu_backend.to_host(gpu.decision_function(Xg)))
+        np.testing.assert_allclose(dg, cpu.decision_function(Xh), atol=2e-3)
