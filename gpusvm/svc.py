@@ -359,8 +359,10 @@ class SVC(ClassifierMixin, BaseEstimator):
             converged.append(bool(res.converged))
             if self.probability:
                 idx_dev = be.asarray(idx)
-                f = self._cv_decisions(be, be.take_rows(X, idx_dev), yb, Cvec_all[idx], x_sqnorm[idx_dev], spec,
-                                       solver_fn, opts, cache_bytes, rs, groups)
+                identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
+                Xb = X if identity else be.take_rows(X, idx_dev)
+                f = self._cv_decisions(be, Xb, yb, Cvec_all[idx], x_sqnorm[idx_dev], spec, solver_fn, opts,
+                                       cache_bytes, rs, groups)
                 pa, pb = sigmoid_train(f, yb)
                 prob_a.append(pa)
                 prob_b.append(pb)
