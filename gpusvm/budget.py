@@ -164,8 +164,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         be = get_backend(self.device, X)
         X = check_X(X, be, dtype=np.float64, owner=name)
+        X_sparse = None
         if be.issparse(X):
-            X = X.toarray()
+            X_sparse, X = X, X.toarray()
         n, d = X.shape
         y = check_y(y, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -183,12 +184,13 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         order = be.asarray(order)
 
         problems = [1] if len(classes) == 2 else list(range(len(classes)))
+        columns = be.bsgd_columns(X, X_sparse)  # the CPU loop's sparse view of X, shared by all problems
         svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
         t_start = time.perf_counter()
         for c in problems:
             yb = be.asarray(np.where(y_idx == c, 1.0, -1.0))
             res = bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
-                       n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs))
+                       n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
             svs.append(np.asarray(be.to_host(res.support_vectors)))
             coefs.append(np.asarray(be.to_host(res.alpha)))
             for k in info:

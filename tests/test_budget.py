@@ -466,3 +466,40 @@ def test_greedy_shortlist_size_is_the_same_in_the_cuda_kernel():
 
     src = (Path(__file__).resolve().parents[1] / "kernels" / "bsgd.cu").read_text()
     assert int(re.search(r"#define BSGD_GREEDY_SHORTLIST (\d+)", src).group(1)) == GREEDY_SHORTLIST
+
+
+def test_columns_from_csr_equal_columns_from_dense(rng):
+    """bsgd_columns builds the loop's sparse view once per fit; from a SciPy matrix (unsorted indices,
+    explicit zeros and duplicate entries included) it is the dense pass's to the bit."""
+    import scipy.sparse as sp
+
+    X = rng.normal(size=(60, 9))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    ref = CPU.bsgd_columns(X)
+    A = sp.coo_matrix(X)
+    # the same matrix stored awkwardly: an explicit zero, an entry split into two duplicates, shuffled
+    r, c, v = A.row.tolist(), A.col.tolist(), A.data.tolist()
+    r += [0, r[0]]
+    c += [int(np.flatnonzero(X[0] == 0)[0]), c[0]]
+    v += [0.0, 0.5 * v[0]]
+    v[0] *= 0.5
+    p = rng.permutation(len(r))
+    messy = sp.csr_matrix((np.array(v)[p], (np.array(r)[p], np.array(c)[p])), shape=X.shape)
+    messy.has_sorted_indices = False
+    for got in (CPU.bsgd_columns(X, sp.csr_matrix(X)), CPU.bsgd_columns(X, messy)):
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+    assert CPU.bsgd_columns(X, messy)[0].dtype == np.int64
+
+
+def test_budgetsvc_sparse_and_dense_inputs_give_the_same_model(rng):
+    import scipy.sparse as sp
+
+    X = rng.normal(size=(400, 12))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    y = rng.integers(0, 3, size=400)  # three classes: one shared sparse view for the one-vs-rest problems
+    kw = dict(C=4.0, gamma=0.2, budget=40, n_merge=3, epochs=2, random_state=0, device="cpu")
+    a = BudgetSVC(**kw).fit(X, y)
+    b = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(a.support_vectors_, b.support_vectors_)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)

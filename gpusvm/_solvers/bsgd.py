@@ -73,7 +73,7 @@ class BudgetResult:
 
 
 def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epochs=1, n_gss=10, n_gd=10,
-         track_degradation=False):
+         track_degradation=False, columns=None):
     """Budgeted SGD (BSGD, Wang et al. 2012) with multi-merge (Qaadan & Glasmachers 2018), binary.
 
     Parameters
@@ -100,6 +100,9 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
         Gradient (fixed-point) steps of the "gradient" strategy.
     track_degradation : bool
         Diagnostics: also sum the exact weight degradation of every maintenance step (CPU only).
+    columns : optional
+        ``be.bsgd_columns(X)``, when the caller trains several problems on the same X (one-vs-rest);
+        computed here otherwise, once for all epochs.
 
     Returns
     -------
@@ -110,11 +113,13 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
     sv = alpha = None
     n_sv = 0
     info = {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0, "degradation": 0.0}
+    if columns is None:
+        columns = be.bsgd_columns(X)
     for e in range(epochs):
         sv, alpha, n_sv, st = be.bsgd_train(
             X, y, order[e * n:(e + 1) * n], t0=e * n, lam=lam, gamma=gamma, budget=budget,
             n_merge=n_merge, merge=merge, n_gss=n_gss, n_gd=n_gd, sv=sv, alpha=alpha, n_sv=n_sv,
-            track_degradation=track_degradation,
+            track_degradation=track_degradation, columns=columns,
         )
         for k in info:
             info[k] += st[k]

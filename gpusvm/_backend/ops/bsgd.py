@@ -392,13 +392,50 @@ def _csr_of_dense(X):
     return ptr, idx, val, xsq
 
 
-def _columns(X, margin):
+@numba.njit(cache=True)
+def _row_sqnorms_csr(ptr, val):
+    n = ptr.shape[0] - 1
+    xsq = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for q in range(ptr[i], ptr[i + 1]):
+            acc += val[q] * val[q]
+        xsq[i] = acc
+    return xsq
+
+
+@register_op("bsgd_columns", "cpu")
+def bsgd_columns_cpu(be, X, X_sparse=None):
+    """The nonzeros of X in CSR form and its squared row norms, ``(ptr, idx, val, xsq)``: what the CPU
+    loop's column margins read (``bsgd_train(..., columns=...)``). Built once per fit instead of once per
+    epoch and class; from ``X_sparse`` (the same data as a SciPy sparse matrix) in O(nnz) when given, else
+    by a pass over dense X. Both give the same arrays to the bit (nonzeros in column order, explicit
+    zeros left out, norms summed in that order)."""
+    if X_sparse is None:
+        return _csr_of_dense(np.ascontiguousarray(X, dtype=np.float64))
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(X_sparse, dtype=np.float64, copy=True)
+    A.sum_duplicates()
+    A.sort_indices()
+    A.eliminate_zeros()
+    ptr, idx, val = A.indptr.astype(np.int64), A.indices.astype(np.int64), np.ascontiguousarray(A.data)
+    return ptr, idx, val, _row_sqnorms_csr(ptr, val)
+
+
+@register_op("bsgd_columns", "gpu")
+def bsgd_columns_gpu(be, X, X_sparse=None):
+    """None: the GPU loop computes its margins row by row (``bsgd_train``'s ``columns`` is CPU-only)."""
+    return None
+
+
+def _columns(X, margin, columns):
     """CSR view of the nonzeros of dense X and squared row norms, or None for the row-wise margins."""
     if margin not in ("auto", "rows", "columns"):
         raise ValueError(f"margin must be 'auto', 'rows' or 'columns'; got {margin!r}")
     if margin == "rows" or X.size == 0:
         return None
-    return _csr_of_dense(X)
+    return _csr_of_dense(X) if columns is None else columns
 
 
 def _prep(be, X, y, order, budget, sv, alpha):
@@ -415,7 +452,7 @@ def _prep(be, X, y, order, budget, sv, alpha):
 
 @register_op("bsgd_train", "cpu")
 def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
-                   sv=None, alpha=None, n_sv=0, track_degradation=False, margin="auto"):
+                   sv=None, alpha=None, n_sv=0, track_degradation=False, margin="auto", columns=None):
     """Run BSGD steps ``t0+1 .. t0+len(order)`` on one binary problem (see the module doc).
 
     Parameters
@@ -440,6 +477,8 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         instead of d vectorized passes over the SVs, and vectorized exponentials). "auto" = "columns":
         measured faster on sparse and dense data alike (benchmarks/results/budget_table_cpu_notes.md).
         Both give the same f up to rounding; "rows" is the plain reference.
+    columns : tuple, optional
+        ``bsgd_columns(X)``, computed once by the caller for the column margins (else built here).
 
     Returns
     -------
@@ -452,7 +491,7 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     """
     X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
     stats = np.zeros(5)
-    cols = _columns(X, margin)
+    cols = _columns(X, margin, columns)
     if cols is None:
         e_i, e_f = np.zeros(1, dtype=np.int64), np.zeros(1)
         cols = (e_i, e_i, e_f, e_f)
@@ -469,12 +508,12 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
 
 @register_op("bsgd_train", "gpu")
 def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
-                   sv=None, alpha=None, n_sv=0, track_degradation=False, margin="auto"):
+                   sv=None, alpha=None, n_sv=0, track_degradation=False, margin="auto", columns=None):
     """GPU twin of :func:`bsgd_train_cpu`: one persistent thread block runs every step of ``order``
     (``bsgd_train<double>`` in kernels/bsgd.cu), so there is no host round trip per sample; the host
     only reads the counters once at the end. ``track_degradation`` is not implemented on the GPU (the
-    diagnostic comes back NaN); ``margin`` is accepted for the common signature and ignored (the block
-    computes the margins row by row, one thread per SV)."""
+    diagnostic comes back NaN); ``margin`` and ``columns`` are accepted for the common signature and
+    ignored (the block computes the margins row by row, one thread per SV)."""
     import cupy as cp
 
     from ..cuda_source import get_kernel
