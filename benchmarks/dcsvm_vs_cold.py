@@ -14,10 +14,6 @@ Writes benchmarks/results/dcsvm_vs_cold_<tag>.{json,md} after every data set.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +27,7 @@ sys.path.insert(0, str(HERE))
 import dcsvm_bench  # noqa: E402
 from gpusvm import DCSVC, SVC  # noqa: E402
 from gpusvm.bench.objectives import sklearn_svc_objective  # noqa: E402
-from gpusvm.datasets import find_data_dir  # noqa: E402
+from _results import run_datasets  # noqa: E402
 
 
 def _cpu_fit(est, X, y):
@@ -94,20 +90,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tag", default="cpu")
     args = ap.parse_args()
-    data_dir = find_data_dir()
-    if data_dir is None:
-        sys.exit("LIBSVM data sets not found (../shared/data or $GPUSVM_DATA)")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared machine)", "commit": commit,
-            "command": "python benchmarks/dcsvm_vs_cold.py " + " ".join(sys.argv[1:])}
-    results = []
-    out = HERE / "results" / f"dcsvm_vs_cold_{args.tag}"
-    for name in args.datasets:
-        results.append(run(name, data_dir, args.repeat))
-        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-        out.with_suffix(".md").write_text(markdown(results, meta))
-
+    run_datasets(f"dcsvm_vs_cold_{args.tag}", args.datasets, lambda name, d: run(name, d, args.repeat), markdown,
+                 machine_note="shared machine")
 
 if __name__ == "__main__":
     main()

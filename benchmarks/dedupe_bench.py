@@ -1,6 +1,6 @@
 """Merging duplicate training points (``deduplicate``): fit time and solution against the plain fit.
 
-For each data set, in one run on one machine: gpusvm SVC (and with --dcsvc, DCSVC at its defaults)
+For each data set, in one run on one machine, after a warm-up fit of each on 2,000 rows: gpusvm SVC (and with --dcsvc, DCSVC at its defaults)
 fitted with ``deduplicate=False`` and ``deduplicate=True``, on the CPU (process CPU seconds and wall
 seconds of the fit, merging included), with the dual objective recomputed in float64 from each model's
 dual_coef_ and support vectors by the same function, the number of support vectors, the test accuracy
@@ -19,10 +19,6 @@ Writes benchmarks/results/dedupe_<tag>.{json,md} after every data set.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +34,7 @@ import svc_vs_sklearn  # noqa: E402
 from gpusvm import DCSVC, SVC  # noqa: E402
 from gpusvm._dedupe import AUTO_MAX_DISTINCT_SHARE  # noqa: E402
 from gpusvm.bench.objectives import sklearn_svc_objective  # noqa: E402
-from gpusvm.datasets import find_data_dir  # noqa: E402
+from _results import run_datasets  # noqa: E402
 
 
 def load(data_dir, name):
@@ -68,6 +64,10 @@ def run(name, data_dir, with_dcsvc):
     models = [("svc", lambda dd: SVC(C=C, gamma=gamma, device="cpu", deduplicate=dd))]
     if with_dcsvc:
         models.append(("dcsvc", lambda dd: DCSVC(C=C, gamma=gamma, device="cpu", random_state=0, deduplicate=dd)))
+    nw = min(2000, X.shape[0])  # warm-up (excluded): loads the compiled Numba functions of both paths
+    for _, make in models:
+        for dd in (False, True):
+            make(dd).fit(X[:nw], y[:nw])
     for model, make in models:
         res = {}
         for dd in (False, True):
@@ -116,20 +116,7 @@ def main():
     ap.add_argument("--dcsvc", action="store_true", help="also DCSVC (defaults) with and without merging")
     ap.add_argument("--tag", default="cpu")
     args = ap.parse_args()
-    data_dir = find_data_dir()
-    if data_dir is None:
-        sys.exit("LIBSVM data sets not found (../shared/data or $GPUSVM_DATA)")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared machine: ratios within one run)",
-            "commit": commit, "command": " ".join(sys.argv)}
-    results = []
-    out = HERE / "results" / f"dedupe_{args.tag}"
-    for name in args.datasets:
-        results.append(run(name, data_dir, args.dcsvc))
-        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-        out.with_suffix(".md").write_text(markdown(results, meta))
-
+    run_datasets(f"dedupe_{args.tag}", args.datasets, lambda name, d: run(name, d, args.dcsvc), markdown)
 
 if __name__ == "__main__":
     main()

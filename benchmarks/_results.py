@@ -1,0 +1,33 @@
+"""What the small benchmark scripts share: find the data, describe the run, write JSON and Markdown after
+every data set (so a run cut short keeps what it measured)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run"):
+    """``run_one(name, data_dir)`` per data set; results in benchmarks/results/<stem>.{json,md}."""
+    from gpusvm.datasets import find_data_dir
+
+    data_dir = find_data_dir()
+    if data_dir is None:
+        sys.exit("LIBSVM data sets not found (../shared/data or $GPUSVM_DATA)")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=HERE).stdout.strip()
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs ({machine_note})", "commit": commit,
+            "command": "python " + " ".join([f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])}
+    results = []
+    out = HERE / "results" / stem
+    for name in names:
+        results.append(run_one(name, data_dir))
+        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+        out.with_suffix(".md").write_text(markdown(results, meta))
+    return results
