@@ -69,15 +69,20 @@ def _entry_hash(xp, values, columns, seed):
     return xp.where(values != 0, h, xp.uint64(0))
 
 
+def _row_sums(xp, entries, indptr, dtype):
+    """Per-row sums of CSR-ordered ``entries`` in ``dtype`` by one prefix sum (integer dtypes wrap, so
+    the sums are exact and order-free; no repeat/bincount: CuPy's repeat takes no array of counts)."""
+    cs = xp.concatenate([xp.zeros(1, dtype=dtype), xp.cumsum(entries.astype(dtype, copy=False), dtype=dtype)])
+    indptr = indptr.astype(xp.int64)
+    return cs[indptr[1:]] - cs[indptr[:-1]]
+
+
 def row_hashes(be, X, seed):
     """One 64-bit hash per row of ``X`` (dense or CSR, on ``be``): equal rows hash alike."""
     xp = be.xp
     n = int(X.shape[0])
     if be.issparse(X):
-        e = _entry_hash(xp, X.data, X.indices, seed)
-        cs = xp.concatenate([xp.zeros(1, dtype=xp.uint64), xp.cumsum(e, dtype=xp.uint64)])
-        indptr = X.indptr.astype(xp.int64)
-        return cs[indptr[1:]] - cs[indptr[:-1]]
+        return _row_sums(xp, _entry_hash(xp, X.data, X.indices, seed), X.indptr, xp.uint64)
     d = int(X.shape[1])
     out = xp.empty(n, dtype=xp.uint64)
     cols = xp.arange(d, dtype=xp.uint64)
@@ -94,11 +99,7 @@ def _rows_differ(be, X, a, b):
     ai, bi = be.asarray(a), be.asarray(b)
     if be.issparse(X):
         D = be.take_rows(X, ai) - be.take_rows(X, bi)
-        # nonzero differences per row by a prefix sum over the stored entries (no repeat/bincount:
-        # CuPy's repeat takes no array of counts)
-        cs = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum((D.data != 0).astype(xp.int64))])
-        indptr = D.indptr.astype(xp.int64)
-        return np.asarray(be.to_host(cs[indptr[1:]] - cs[indptr[:-1]])) > 0
+        return np.asarray(be.to_host(_row_sums(xp, D.data != 0, D.indptr, xp.int64))) > 0
     out = np.empty(len(a), dtype=bool)
     step = max(1, _CHUNK // max(int(X.shape[1]), 1))
     for s0 in range(0, len(a), step):
@@ -198,7 +199,8 @@ def expand_alpha(beta, inverse, C):
     rest = beta[g] - (before - base)
     a = np.clip(rest, 0.0, Cs)
     tiny = 1e-12 * np.abs(beta[g])
-    a[(a < Cs) & (Cs - rest <= tiny)] = Cs[(a < Cs) & (Cs - rest <= tiny)]  # a hair below its bound
+    hair = (a < Cs) & (Cs - rest <= tiny)  # a rounding hair below its bound
+    a[hair] = Cs[hair]
     a[rest <= tiny] = 0.0
     alpha = np.empty_like(a)
     alpha[order] = a

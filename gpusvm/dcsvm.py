@@ -383,10 +383,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
-            identity = rows.shape[0] == n and bool(np.all(rows == np.arange(n)))
-            Xb = X if identity else be.take_rows(X, be.asarray(rows))
             res = dcsvm_solve(
-                be, Xb, be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
+                be, be.select_rows(X, rows), be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
                 early_stop_level=self.early_stop_level, refine=bool(self.refine),
                 refine_max_share=_REFINE_AUTO_MAX_SHARE if isinstance(self.refine, str) else 1.0,

@@ -16,6 +16,7 @@ from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
+from ._dedupe import reduce_rows
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
                           to_input_library, to_numpy)
@@ -170,8 +171,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             # equal rows with the same label enter the dual only through the sum of their alphas: one row
             # with the summed C is the same problem (hinge: box [0, sum C_i]; squared hinge: the diagonal
             # term 1/(2 C_i) of copies sharing a sum is smallest at alpha_i ~ C_i, which is 1/(2 sum C_i))
-            first = np.unique(group, return_index=True)[1]
-            C_host = np.bincount(group, weights=C_host, minlength=first.shape[0])
+            first, _, C_host = reduce_rows(group, C_host)
             X = be.take_rows(X, be.asarray(first))
             y_idx = y_idx[first]
         C = be.asarray(C_host, dtype=be.xp.float64)

@@ -358,11 +358,8 @@ class SVC(ClassifierMixin, BaseEstimator):
             objective.append(float(res.objective))
             converged.append(bool(res.converged))
             if self.probability:
-                idx_dev = be.asarray(idx)
-                identity = idx.shape[0] == n and bool(np.all(idx == np.arange(n)))
-                Xb = X if identity else be.take_rows(X, idx_dev)
-                f = self._cv_decisions(be, Xb, yb, Cvec_all[idx], x_sqnorm[idx_dev], spec, solver_fn, opts,
-                                       cache_bytes, rs, groups)
+                f = self._cv_decisions(be, be.select_rows(X, idx), yb, Cvec_all[idx], x_sqnorm[be.asarray(idx)],
+                                       spec, solver_fn, opts, cache_bytes, rs, groups)
                 pa, pb = sigmoid_train(f, yb)
                 prob_a.append(pa)
                 prob_b.append(pb)
@@ -424,12 +421,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         ``rows`` on the host, the solver's result). With ``groups`` (host, the duplicate group of each
         row), copies are merged first and alpha is split back over them (:mod:`gpusvm._dedupe`)."""
         rows, yb, C, undo = reduce_problem(rows, yb, C, groups)
-        rows_dev = be.asarray(rows)
-        identity = rows.shape[0] == X.shape[0] and bool(np.all(rows == np.arange(rows.shape[0])))
-        Xr = X if identity else be.take_rows(X, rows_dev)
-        res = solver_fn(be, Xr, be.asarray(yb), spec, be.asarray(C), tol=float(self.tol),
+        res = solver_fn(be, be.select_rows(X, rows), be.asarray(yb), spec, be.asarray(C), tol=float(self.tol),
                         max_iter=int(self.max_iter), cache_bytes=cache_bytes, alpha0=None,
-                        x_sqnorm=x_sqnorm[rows_dev], verbose=verbose, random_state=self.random_state, **opts)
+                        x_sqnorm=x_sqnorm[be.asarray(rows)], verbose=verbose, random_state=self.random_state, **opts)
         alpha = undo(_host(be, res.alpha).astype(np.float64))
         return alpha, res
 

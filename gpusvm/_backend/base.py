@@ -179,6 +179,16 @@ class Backend:
         """Rows ``idx`` of a dense or CSR matrix (CSR stays CSR)."""
         return X[idx]
 
+    def select_rows(self, X, rows):
+        """Rows ``rows`` (a host int array) of ``X``: ``X`` itself, uncopied, when they are all of its rows
+        in order, else :meth:`take_rows` (a copy on the device)."""
+        import numpy as np
+
+        rows = np.asarray(rows)
+        if rows.shape[0] == X.shape[0] and bool(np.all(rows == np.arange(rows.shape[0]))):
+            return X
+        return self.take_rows(X, self.asarray(rows))
+
     def to_dense(self, X):
         return X.toarray() if self.issparse(X) else X
 
