@@ -13,8 +13,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run"):
-    """``run_one(name, data_dir)`` per data set; results in benchmarks/results/<stem>.{json,md}."""
+def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run", extra=None):
+    """``run_one(name, data_dir)`` per data set; results in benchmarks/results/<stem>.{json,md}. ``extra``:
+    more entries of the JSON's "meta" (measurements that are not per data set)."""
     from gpusvm.datasets import find_data_dir
 
     data_dir = find_data_dir()
@@ -23,7 +24,7 @@ def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs ({machine_note})", "commit": commit,
-            "command": "python " + " ".join([f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])}
+            "command": "python " + " ".join([f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]]), **(extra or {})}
     results = []
     out = HERE / "results" / stem
     for name in names:

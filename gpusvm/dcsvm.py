@@ -16,6 +16,7 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
+from .svc import _blocked_decision
 from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
                           to_numpy)
 
@@ -493,30 +494,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but DCSVC is expecting {self.n_features_in_} "
                              "features as input.")
         xp = be.xp
-        n = int(X.shape[0])
-        n_pairs = len(self._level_models)
-        dec = xp.empty((n, n_pairs), dtype=xp.float64)
         x_sq = be.row_sqnorms(X, xp.float64)
         spec = self._gram_spec(self._gamma)
-        if spec.kind != "rbf":
-            x_sq_g = None
-        else:
-            x_sq_g = x_sq
         if level > 0:
+            x_sq_g = x_sq if spec.kind == "rbf" else None
+            n_pairs = len(self._level_models)
+            dec = xp.empty((int(X.shape[0]), n_pairs), dtype=xp.float64)
             for p in range(n_pairs):
                 dec[:, p], _ = local_decision(be, self._level_models[p][level], X, x_sqnorm=x_sq_g)
             return be, dec, lib
         SV = self.support_vectors_
-        n_sv = int(SV.shape[0])
-        if n_sv == 0:
-            dec[...] = self._pair_b[None, :]
-            return be, dec, lib
-        sv_sq = be.row_sqnorms(SV, xp.float64)
-        step = max(1, (64 * 2**20) // (8 * n_sv))
-        for s0 in range(0, n, step):
-            s1 = min(n, s0 + step)
-            K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sq, y_sqnorm=x_sq[s0:s1], dtype=xp.float64)
-            dec[s0:s1] = (self._pair_coef @ K).T + self._pair_b[None, :]
+        dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, spec,
+                                sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=x_sq)
         return be, dec, lib
 
     def decision_function(self, X, level=None):

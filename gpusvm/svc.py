@@ -12,6 +12,7 @@ from sklearn.utils.metaestimators import available_if
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
+from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
@@ -50,9 +51,18 @@ def _full_pattern_csr(dense):
                          shape=(rows, cols))
 
 
-def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm):
+# Gram block size of _blocked_decision per device. On the CPU the block (SV x rows) should stay in the
+# caches between the gram transform's passes and the product with the coefficients, yet hold enough rows
+# for an efficient matrix product: 16 MB was the best or within noise of it among 1-64 MB on ijcnn1, a9a
+# and w8a (benchmarks/results/predict_blocks_cpu.md; 64 MB, the size before, was the slowest, by up to
+# 2x). On the GPU large blocks keep the launches few.
+DECISION_BLOCK_BYTES = {"cpu": 16 * 2**20, "gpu": 64 * 2**20}
+
+
+def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_bytes=None):
     """Decision values ``coef @ K(SV, X) + b`` of shape (len(X), len(b)) on ``be``, the Gram values
-    computed in blocks of at most 64 MB (``coef``: (p, n_SV), ``b``: (p,))."""
+    computed in blocks of at most ``block_bytes`` (default :data:`DECISION_BLOCK_BYTES` of the device;
+    ``coef``: (p, n_SV), ``b``: (p,))."""
     xp = be.xp
     n = int(X.shape[0])
     n_sv = int(SV.shape[0])
@@ -60,7 +70,10 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm):
     if n_sv == 0:
         dec[...] = b[None, :]
         return dec
-    step = max(1, (64 * 2**20) // (8 * n_sv))
+    if block_bytes is None:
+        block_bytes = DECISION_BLOCK_BYTES["gpu" if be.is_gpu else "cpu"]
+    SV = densify_for_gram(be, SV)  # once, instead of in every block's gram call
+    step = max(1, int(block_bytes) // (8 * n_sv))
     for s0 in range(0, n, step):
         s1 = min(n, s0 + step)
         K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)

@@ -47,13 +47,17 @@ def _on(be, A, fmt, dtype):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("fmt", ["C", "F", "csr", "mixed"])
+@pytest.mark.parametrize("fmt", ["C", "F", "csr", "mixed", "csr-sparse", "mixed-sparse"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_gram_matches_sklearn(backend, kind, shape, fmt, dtype):
+    # density 0.5: the CPU densifies the CSR tiles (gram.CPU_DENSIFY_MIN_DENSITY); 0.05 ("-sparse"):
+    # it multiplies CSR by dense
     nx, ny, d = shape
-    X, Y = _data(nx, ny, d, seed=nx * 100 + ny, density=0.5 if fmt in ("csr", "mixed") else None)
+    density = None if fmt in ("C", "F") else (0.05 if fmt.endswith("-sparse") else 0.5)
+    X, Y = _data(nx, ny, d, seed=nx * 100 + ny, density=density)
     spec = GramSpec(kind, gamma=0.7 / d, coef0=0.3, degree=3)
     ref = _reference(X, Y, spec)
+    fmt = fmt.removesuffix("-sparse")
     Xb = _on(backend, X, "csr" if fmt == "mixed" else fmt, dtype)
     Yb = _on(backend, Y, "C" if fmt == "mixed" else fmt, dtype)
     # a budget of a few hundred bytes forces many tiles in both directions
@@ -100,16 +104,45 @@ def test_gram_output_dtype_and_feature_mismatch(backend):
         backend.gram(backend.asarray(X), backend.asarray(Y[:, :2]), spec)
 
 
-def test_tile_shapes_respect_budget():
+@pytest.mark.parametrize("xsp", [False, True])
+def test_tile_shapes_respect_budget(xsp):
     from gpusvm._backend.ops.gram import _tile_shape
 
     for nx, ny, d, budget, ysp in [(1000, 1000, 10, 8000, False), (7, 100000, 50, 80000, True),
-                                    (100000, 3, 1, 800, False), (5, 5, 1000, 8, True)]:
-        tr, tc = _tile_shape(nx, ny, d, 8, budget, ysp)
+                                    (100000, 3, 1, 800, False), (5, 5, 1000, 8, True),
+                                    (3000, 200, 40, 80000, True), (200, 3000, 40, 80000, False)]:
+        tr, tc = _tile_shape(nx, ny, d, 8, budget, ysp, xsp)
         assert 1 <= tr <= nx and 1 <= tc <= ny
-        elems = tr * tc + (tc * d if ysp else 0)
+        elems = tr * tc + (tc * d if ysp else 0) + (tr * d if xsp else 0)
         # within budget unless a single row/column alone exceeds it
         assert elems * 8 <= budget or (tr == 1 and (tc == 1 or not ysp))
+        if budget >= 80000:  # and a tile that is not needlessly small
+            assert elems * 8 > budget // 4 or (tr == nx and tc == ny)
+
+
+@pytest.mark.parametrize("density, dense_product", [(0.5, True), (0.02, False)])
+def test_cpu_gram_densifies_dense_enough_csr(monkeypatch, density, dense_product):
+    """A CSR side at least CPU_DENSIFY_MIN_DENSITY dense goes through BLAS as a dense tile; a sparser
+    one through CSR @ dense (both sparse: Y is densified either way)."""
+    from gpusvm._backend import get_backend
+    from gpusvm._backend.ops.gram import CPU_DENSIFY_MIN_DENSITY, densify_for_gram
+
+    assert 0.02 < CPU_DENSIFY_MIN_DENSITY <= 0.5
+    be = get_backend("cpu")
+    X, Y = _data(40, 30, 50, seed=7, density=density)
+    seen = []
+    real_dot = type(be).dot
+    monkeypatch.setattr(type(be), "dot", lambda self, a, b: seen.append(sp.issparse(a)) or real_dot(self, a, b))
+    spec = GramSpec("rbf", gamma=0.02)
+    for A, B in [(sp.csr_matrix(X), sp.csr_matrix(Y)), (sp.csr_matrix(X), Y), (X, sp.csr_matrix(Y))]:
+        seen.clear()
+        K = be.gram(A, B, spec, max_bytes=2000)
+        np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-14)
+        assert len(seen) > 1 and (not any(seen) if dense_product else all(seen))
+    Xs = sp.csr_matrix(X)
+    assert isinstance(densify_for_gram(be, Xs), np.ndarray) == dense_product
+    assert densify_for_gram(be, Xs, max_bytes=8) is Xs  # too large for the budget: kept sparse
+    assert densify_for_gram(be, X) is X
 
 
 @pytest.mark.parametrize("kwargs, param", [

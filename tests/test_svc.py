@@ -131,6 +131,36 @@ def test_dense_and_csr_give_the_same_model():
         assert sp.issparse(b.support_vectors_)
 
 
+@pytest.mark.parametrize("density", [0.6, 0.03])
+def test_blocked_decision_does_not_depend_on_the_block_size(density):
+    """Decision values in blocks of one row up to all rows, with CSR support vectors the CPU densifies
+    (density 0.6) or multiplies as CSR (0.03), against sklearn's on the same model."""
+    from gpusvm._backend import get_backend
+    from gpusvm.svc import DECISION_BLOCK_BYTES, _blocked_decision
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 40)) * (rng.random((300, 40)) < density)
+    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=300) > 0).astype(int)
+    Xs = sp.csr_matrix(X)
+    m = SVC(C=2.0, gamma=0.05, device="cpu").fit(Xs, y)
+    ref = SkSVC(C=2.0, gamma=0.05).fit(Xs, y)
+    be = get_backend("cpu")
+    SV, coef, b = m.support_vectors_, m._pair_coef, m._pair_b
+    spec = m._gram_spec(m._gamma)
+    sv_sq, x_sq = be.row_sqnorms(SV, np.float64), be.row_sqnorms(Xs, np.float64)
+    n_sv = SV.shape[0]
+    outs = [_blocked_decision(be, SV, coef, b, Xs, spec, sv_sqnorm=sv_sq, x_sqnorm=x_sq, block_bytes=nb)
+            for nb in (1, 8 * n_sv * 7, 8 * n_sv * 300, None)]
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    direct = (coef @ rbf_kernel(SV.toarray(), X, gamma=0.05)).T + b[None, :]
+    for out in outs:
+        np.testing.assert_allclose(out, direct, rtol=1e-10, atol=1e-12)
+    # and the model's decision values are LIBSVM's
+    np.testing.assert_allclose(m.decision_function(Xs), ref.decision_function(Xs), rtol=1e-6, atol=1e-6)
+    assert DECISION_BLOCK_BYTES["cpu"] < DECISION_BLOCK_BYTES["gpu"]
+
+
 @pytest.mark.parametrize("solver", ["smo", "pa-smo"])
 @pytest.mark.parametrize("shape", ["ovr", "ovo"])
 def test_digits_multiclass_agrees_with_sklearn(solver, shape):

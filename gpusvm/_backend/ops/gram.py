@@ -17,17 +17,26 @@ from ..base import register_op
 DEFAULT_MAX_BYTES = 256 * 2**20
 
 
-def _tile_shape(nx, ny, d, itemsize, max_bytes, y_sparse):
-    """Rows and columns of a tile so that the product tile plus any densified Y tile fit ``max_bytes``."""
+def _tile_shape(nx, ny, d, itemsize, max_bytes, y_dense_cost, x_dense_cost=False):
+    """Rows and columns of a tile so that the product tile plus any densified Y tile (``y_dense_cost``:
+    tc x d) and densified X tile (``x_dense_cost``: tr x d) fit ``max_bytes``."""
     budget = max(1, int(max_bytes) // itemsize)
-    d_cost = d if y_sparse else 0
+    dy = d if y_dense_cost else 0
+    dx = d if x_dense_cost else 0
     tr = min(nx, max(1, math.isqrt(budget)))
-    tc = min(ny, max(1, budget // (tr + d_cost)))
-    tr = min(nx, max(1, (budget - tc * d_cost) // max(tc, 1)))
+    tc = min(ny, max(1, (budget - tr * dx) // (tr + dy)))
+    tr = min(nx, max(1, (budget - tc * dy) // max(tc + dx, 1)))
     return tr, tc
 
 
-def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES):
+def _density(be, X):
+    """Stored entries over all entries of a CSR matrix (0 for an empty one)."""
+    size = int(X.shape[0]) * int(X.shape[1])
+    return int(X.nnz) / size if size else 0.0
+
+
+def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES,
+          densify_min_density=None):
     xp = be.xp
     if Y is None:
         Y = X
@@ -48,16 +57,25 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
         y_sqnorm = be.row_sqnorms(Y, dtype) if y_sqnorm is None else xp.asarray(y_sqnorm, dtype=dtype)
     out = xp.empty((nx, ny), dtype=dtype)
     x_sparse, y_sparse = be.issparse(X), be.issparse(Y)
-    tr, tc = _tile_shape(nx, ny, d, dtype.itemsize, max_bytes, y_sparse and x_sparse)
+    # Which sparse sides are densified tile by tile. A CSR @ dense product does one scalar
+    # multiply-add per stored entry and output column, a dense product runs at BLAS speed: with
+    # ``densify_min_density`` set, a side at least that dense is densified. Two sparse sides: Y is
+    # densified in any case (CSR @ dense is the fast sparse product).
+    dense_enough = (lambda M: densify_min_density is not None and _density(be, M) >= densify_min_density)
+    x_densify = x_sparse and dense_enough(X)
+    y_densify = y_sparse and (x_sparse or dense_enough(Y))
+    tr, tc = _tile_shape(nx, ny, d, dtype.itemsize, max_bytes, y_densify, x_densify)
     for c0 in range(0, ny, tc):
         c1 = min(ny, c0 + tc)
         Yt = Y[c0:c1]
-        if y_sparse and x_sparse:
-            Yt = Yt.toarray()  # one side dense: CSR @ dense is the fast sparse product
+        if y_densify:
+            Yt = Yt.toarray()
         yn = y_sqnorm[c0:c1] if y_sqnorm is not None else None
         for r0 in range(0, nx, tr):
             r1 = min(nx, r0 + tr)
             Xt = X[r0:r1]
+            if x_densify:
+                Xt = Xt.toarray()
             if be.issparse(Yt):  # dense X tile, sparse Y tile
                 prod = be.dot(Yt, Xt.T).T
             else:
@@ -202,6 +220,26 @@ def _transform_gpu(be, prod, dst, xn, yn, spec):
     ))
 
 
+# A CSR side of a CPU gram block at least this dense is densified tile by tile: SciPy's CSR @ dense
+# product is one scalar multiply-add per stored entry and output column on one thread, against BLAS
+# for dense tiles. Measured (benchmarks/results/predict_blocks_cpu.md, part 1: a 512 x 1,024 product,
+# d = 22 to 2,000), CSR @ dense time over densify + dense @ dense: 0.1-0.7x at densities <= 0.02,
+# 1.0-2.4x at 0.05, 1.3-3.9x at 0.1, 2-11x at 0.3.
+CPU_DENSIFY_MIN_DENSITY = 0.1
+
+
+def densify_for_gram(be, M, max_bytes=DEFAULT_MAX_BYTES):
+    """``M`` as a dense array when gram blocks against it would densify its tiles anyway (a CSR matrix on
+    the CPU at least :data:`CPU_DENSIFY_MIN_DENSITY` dense) and its dense form fits ``max_bytes``; else
+    ``M`` itself. For an operand that many gram calls reuse (the support vectors in prediction), so that
+    it is densified once instead of in every call."""
+    if be.is_gpu or not be.issparse(M) or _density(be, M) < CPU_DENSIFY_MIN_DENSITY:
+        return M
+    if int(M.shape[0]) * int(M.shape[1]) * M.dtype.itemsize > max_bytes:
+        return M
+    return M.toarray()
+
+
 @register_op("gram", "cpu")
 def gram_cpu(be, X, Y, spec, *, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES):
     """Gram block ``k(X[i], Y[j])`` of shape (len(X), len(Y)); ``Y=None`` means ``Y = X``.
@@ -217,7 +255,8 @@ def gram_cpu(be, X, Y, spec, *, x_sqnorm=None, y_sqnorm=None, dtype=None, max_by
     max_bytes : int
         Bound on any intermediate (a product tile, a densified sparse tile).
     """
-    return _gram(be, X, Y, spec, _transform_cpu, x_sqnorm, y_sqnorm, dtype, max_bytes)
+    return _gram(be, X, Y, spec, _transform_cpu, x_sqnorm, y_sqnorm, dtype, max_bytes,
+                 densify_min_density=CPU_DENSIFY_MIN_DENSITY)
 
 
 @register_op("gram", "gpu")
