@@ -36,6 +36,7 @@ import svc_vs_sklearn  # noqa: E402
 from _results import run_datasets  # noqa: E402
 from gpusvm import SVC  # noqa: E402
 from gpusvm._backend.ops import gram as gram_op  # noqa: E402
+from gpusvm.svc import DECISION_BLOCK_BYTES  # noqa: E402
 
 BLOCKS_MB = (1, 2, 4, 8, 16, 64)
 NEVER = 2.0  # a density no matrix reaches: densifying off
@@ -133,10 +134,21 @@ def markdown(results, meta):
             for r in rows:
                 what = ("sklearn", "-", "-") if r.get("sklearn") else (fmt, "on" if r["densify"] else "off",
                                                                        str(r["block_mb"]))
+                if not r.get("sklearn") and r["densify"] and r["block_mb"] == meta["default_block_mb"]:
+                    what = (fmt, "**on (default)**", f"**{r['block_mb']}**")
                 lines.append(f"| {what[0] if r.get('sklearn') else fmt} | {what[1]} | {what[2]} | "
                              f"{r['cpu_s']:.2f} ({r['wall_s']:.2f}) | {old['cpu_s'] / r['cpu_s']:.2f}x | "
                              f"{r['max_abs_diff']:.1e} |")
-        lines.append("")
+        summary = []
+        for fmt in ("csr", "dense"):
+            rows = [r for r in res["rows"] if r["format"] == fmt]
+            old = next(r for r in rows if not r.get("sklearn") and not r["densify"] and r["block_mb"] == 64)
+            new = next(r for r in rows if not r.get("sklearn") and r["densify"]
+                       and r["block_mb"] == meta["default_block_mb"])
+            skl = next(r for r in rows if r.get("sklearn"))
+            summary.append(f"{fmt}: default {new['cpu_s']:.2f} CPU-s, {old['cpu_s'] / new['cpu_s']:.2f}x the old "
+                           f"code, {skl['cpu_s'] / new['cpu_s']:.1f}x sklearn")
+        lines += ["", "; ".join(summary) + ".", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -147,7 +159,7 @@ def main():
     ap.add_argument("--tag", default="cpu")
     args = ap.parse_args()
     run_datasets(f"predict_blocks_{args.tag}", args.datasets, lambda n, d: run(n, d, args.repeat), markdown,
-                 extra={"micro": micro()})
+                 extra={"micro": micro(), "default_block_mb": DECISION_BLOCK_BYTES["cpu"] / 2**20})
 
 
 if __name__ == "__main__":
