@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
-           "AUTO_MAX_DISTINCT_SHARE"]
+           "merge_equal_rows", "AUTO_MAX_DISTINCT_SHARE"]
 
 # deduplicate="auto" merges copies when the distinct (x, y) pairs are at most this share of the rows.
 # Merging was faster on every data set with copies (benchmarks/results/dedupe_cpu.md, cold SVC, CPU:
@@ -243,3 +243,33 @@ def reduce_problem(rows, y, C, groups):
     if first.shape[0] == rows.shape[0]:
         return rows, y, C, lambda alpha: alpha
     return rows[first], y[first], C_red, lambda alpha: expand_alpha(alpha, inverse, C)
+
+
+def merge_equal_rows(be, X, coef):
+    """Merge equal rows of an expansion ``coef @ k(X, .)`` (prediction with support vectors ``X``).
+
+    ``sum_j coef[:, j] k(x_j, z)`` is unchanged when the columns of ``coef`` of equal rows of ``X`` are
+    added up and one copy of the row is kept, whatever the rows' labels (copies with opposite labels
+    partly cancel); a row whose summed column is exactly zero is dropped.
+
+    Parameters
+    ----------
+    be : Backend
+    X : dense or CSR matrix of shape (n, n_features) on ``be``
+    coef : array of shape (p, n) (host or ``be``)
+
+    Returns
+    -------
+    None when no two rows are equal; else ``(keep, coef_merged)``: host int64 indices of the kept rows
+    (each group's first row, ascending) and the host float64 array of shape (p, len(keep)).
+    """
+    n = int(X.shape[0])
+    group, n_groups = duplicate_groups(be, X, np.zeros(n, dtype=np.int64))
+    if n_groups == n:
+        return None
+    c = np.asarray(be.to_host(coef), dtype=np.float64).reshape(-1, n)
+    merged = np.zeros((n_groups, c.shape[0]))
+    np.add.at(merged, group, c.T)
+    _, first = np.unique(group, return_index=True)  # groups are numbered in order of their first row
+    keep = np.flatnonzero(np.any(merged != 0.0, axis=1))
+    return first[keep].astype(np.int64), np.ascontiguousarray(merged[keep].T)

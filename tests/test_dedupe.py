@@ -239,6 +239,58 @@ def test_bad_deduplicate_value(est, bad):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_merge_equal_rows_sums_coefficients_and_drops_cancelled_rows(rng, sparse):
+    X, _ = _with_copies(rng, n=60, copies=3)
+    n = X.shape[0]
+    X = np.vstack([X, X[0]])  # row 0 has at least one copy
+    n += 1
+    coef = rng.normal(size=(3, n))
+    groups = _reference_groups(X, np.zeros(n))
+    rows = np.flatnonzero(groups == groups[0])
+    coef[:, rows] = 0.0
+    coef[:, rows[0]], coef[:, rows[1]] = 0.75, -0.75  # row 0's group cancels exactly: it is dropped
+    Xh = sp.csr_matrix(X) if sparse else X
+    keep, cm = _dedupe.merge_equal_rows(CPU, Xh, coef)
+    assert keep.dtype == np.int64 and cm.shape == (3, keep.shape[0])
+    assert np.all(np.diff(keep) > 0) and 0 not in keep
+    # the kept rows are distinct, each its group's first row, with the group's summed coefficients
+    assert len(set(groups[keep])) == keep.shape[0]
+    for g, j in zip(groups[keep], keep):
+        assert j == np.flatnonzero(groups == g)[0]
+        np.testing.assert_allclose(cm[:, list(keep).index(j)], coef[:, groups == g].sum(axis=1), rtol=1e-12)
+    assert set(groups) - set(groups[keep]) == {groups[0]}  # only the cancelled group went
+    # the expansion is unchanged
+    Z = rng.normal(size=(25, X.shape[1]))
+    K = np.exp(-0.3 * ((X[:, None, :] - Z[None]) ** 2).sum(-1))
+    Kk = np.exp(-0.3 * ((X[keep][:, None, :] - Z[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(cm @ Kk, coef @ K, rtol=1e-10, atol=1e-12)
+    # no copies: None
+    assert _dedupe.merge_equal_rows(CPU, rng.normal(size=(10, 3)), np.ones((1, 10))) is None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_prediction_merges_equal_support_vectors(rng, sparse):
+    """A model trained without merging keeps copies among its support vectors; its decision values are
+    the same with and without merging them at prediction (multi-class: one coefficient row per pair)."""
+    from gpusvm.svc import _blocked_decision
+
+    X, y = _with_copies(rng, n=150, copies=3)
+    y = np.where(X[:, 2] > 1, 2, y)  # three classes
+    Xh = sp.csr_matrix(X) if sparse else X
+    m = gpusvm.SVC(C=5.0, gamma=0.5, deduplicate=False, device="cpu").fit(Xh, y)
+    SV = m.support_vectors_
+    assert _dedupe.duplicate_groups(CPU, SV, np.zeros(SV.shape[0]))[1] < SV.shape[0]
+    args = (CPU, SV, m._pair_coef, m._pair_b, Xh, m._gram_spec(m._gamma))
+    kw = dict(sv_sqnorm=CPU.row_sqnorms(SV, np.float64), x_sqnorm=CPU.row_sqnorms(Xh, np.float64))
+    plain = _blocked_decision(*args, **kw, merge_rows=False)
+    merged = _blocked_decision(*args, **kw, merge_rows=True)
+    np.testing.assert_allclose(merged, plain, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(m.decision_function(np.vstack([X] * 8)[: 1100] if not sparse
+                                                    else sp.vstack([Xh] * 8)[: 1100]),
+                               m.decision_function(Xh)[np.arange(1100) % X.shape[0]], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_gpu_groups_match_cpu(gpu_backend, rng, sparse):
     X, y = _with_copies(rng, n=200)
     Xh = sp.csr_matrix(X) if sparse else X
@@ -250,6 +302,17 @@ def test_gpu_groups_match_cpu(gpu_backend, rng, sparse):
     g_cpu, n_cpu = _dedupe.duplicate_groups(CPU, Xh, y)
     np.testing.assert_array_equal(g_gpu, g_cpu)
     assert n_gpu == n_cpu
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gpu_merge_equal_rows_matches_cpu(gpu_backend, rng, sparse):
+    X, _ = _with_copies(rng, n=200)
+    coef = rng.normal(size=(2, X.shape[0]))
+    Xh = sp.csr_matrix(X) if sparse else X
+    keep_c, cm_c = _dedupe.merge_equal_rows(CPU, Xh, coef)
+    keep_g, cm_g = _dedupe.merge_equal_rows(gpu_backend, gpu_backend.asarray(Xh), gpu_backend.asarray(coef))
+    np.testing.assert_array_equal(keep_g, keep_c)
+    np.testing.assert_allclose(cm_g, cm_c, rtol=1e-12)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
