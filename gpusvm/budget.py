@@ -12,11 +12,11 @@ from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
 from ._solvers.bsgd import bsgd
 from ._validation import check_options, check_scalar, check_X, check_y, to_input_library, to_numpy
+from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
 
 _KERNELS = ("linear", "poly", "rbf", "sigmoid", "precomputed")
-_PREDICT_ROWS = 8192  # rows per Gram block at prediction time
 
 
 class BudgetSVC(ClassifierMixin, BaseEstimator):
@@ -238,14 +238,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {name} was fitted with {self.n_features_in_}.")
         spec = GramSpec("rbf", self._gamma)
         sv = be.asarray(self.support_vectors_)
-        coef = be.asarray(self.dual_coef_.T)
-        sv_sq = be.row_sqnorms(sv)
-        parts = []
-        for r0 in range(0, X.shape[0], _PREDICT_ROWS):
-            Xr = X[r0:r0 + _PREDICT_ROWS]
-            K = be.gram(Xr, sv, spec, y_sqnorm=sv_sq, dtype=np.float64)
-            parts.append(K @ coef)
-        dec = be.xp.concatenate(parts, axis=0) + be.asarray(self.intercept_)[None, :]
+        dec = _blocked_decision(be, sv, be.asarray(self.dual_coef_), be.asarray(self.intercept_), X, spec,
+                                sv_sqnorm=be.row_sqnorms(sv, np.float64), x_sqnorm=be.row_sqnorms(X, np.float64))
         if dec.shape[1] == 1:
             dec = dec[:, 0]
         return to_input_library(dec, lib)
