@@ -313,6 +313,20 @@ def test_gpu_merge_equal_rows_matches_cpu(gpu_backend, rng, sparse):
     keep_g, cm_g = _dedupe.merge_equal_rows(gpu_backend, gpu_backend.asarray(Xh), gpu_backend.asarray(coef))
     np.testing.assert_array_equal(keep_g, keep_c)
     np.testing.assert_allclose(cm_g, cm_c, rtol=1e-12)
+    # and the blocked decision that uses it, on the model's device
+    from gpusvm import GramSpec
+    from gpusvm.svc import _blocked_decision
+
+    spec = GramSpec("rbf", gamma=0.3)
+    Z = rng.normal(size=(50, X.shape[1]))
+    outs = []
+    for be, A, c, Zb in [(CPU, Xh, coef, Z), (gpu_backend, gpu_backend.asarray(Xh), gpu_backend.asarray(coef),
+                                              gpu_backend.asarray(Z))]:
+        b = be.asarray(np.array([0.1, -0.2]))
+        d = _blocked_decision(be, A, c, b, Zb, spec, sv_sqnorm=be.row_sqnorms(A, np.float64),
+                              x_sqnorm=be.row_sqnorms(Zb, np.float64), merge_rows=True)
+        outs.append(np.asarray(be.to_host(d)))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
