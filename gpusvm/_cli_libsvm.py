@@ -27,7 +27,7 @@ options (as LIBSVM's svm-train; C-SVC only):
 -c cost : set the parameter C of C-SVC (default 1)
 -m cachesize : set cache memory size in MB (default 100)
 -e epsilon : set tolerance of termination criterion (default 0.001)
--h shrinking : whether to use the shrinking heuristics, 0 or 1 (default 1; gpusvm's SMO always shrinks)
+-h shrinking : whether to use the shrinking heuristics, 0 or 1 (default 1)
 -b probability_estimates : whether to train a model for probability estimates, 0 or 1 (default 0)
 -wi weight : set the parameter C of class i to weight*C (default 1)
 -v n : n-fold cross validation mode
@@ -122,6 +122,7 @@ def parse_train_args(args):
         elif letter == "h":
             if _num(v, a, int) not in (0, 1):
                 raise UsageError(f"-h {v}: shrinking is 0 or 1")
+            opt["shrinking"] = _num(v, a, int) == 1
         elif letter == "b":
             if _num(v, a, int) not in (0, 1):
                 raise UsageError(f"-b {v}: probability_estimates is 0 or 1")
@@ -183,7 +184,7 @@ def train_main(args) -> int:
             print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
     est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"], gamma=gamma, coef0=opt["coef0"], tol=opt["tol"],
               cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"],
-              deduplicate=opt["deduplicate"],
+              deduplicate=opt["deduplicate"], shrinking=opt.get("shrinking", True),
               probability=bool(opt.get("probability")), random_state=0)
     try:
         if opt["folds"]:

@@ -173,6 +173,14 @@ class SVC(ClassifierMixin, BaseEstimator):
         of the rows (skin_nonskin, 23% distinct: cold fit 4.66x faster on the CPU); True always merges
         (a9a 1.72x, w8a 2.25x, phishing 1.40x faster; benchmarks/results/dedupe_cpu.md); False never
         merges. Only an unmerged fit has LIBSVM's support vectors (up to the tolerance).
+    shrinking : bool, default=True
+        LIBSVM's shrinking heuristic (as sklearn), in the pair-at-a-time SMO loop of "smo" and "pa-smo"
+        (the CPU default). It changes the path, not the solution. The batched decomposition (always
+        used on the GPU) and "alfpgm" have no shrinking and ignore it.
+    break_ties : bool, default=False
+        As sklearn: with ``decision_function_shape="ovr"`` and more than two classes, :meth:`predict`
+        returns the class of the largest :meth:`decision_function` value instead of LIBSVM's
+        one-vs-one vote. Must be False with ``decision_function_shape="ovo"``. Slower to predict.
 
     Attributes
     ----------
@@ -224,7 +232,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                  decision_function_shape="ovr", probability=False, device="auto", random_state=None,
                  verbose=False, decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
                  n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
-                 max_alpha_opt=20, min_alpha_check=None, deduplicate="auto"):
+                 max_alpha_opt=20, min_alpha_check=None, deduplicate="auto", shrinking=True, break_ties=False):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -252,6 +260,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.max_alpha_opt = max_alpha_opt
         self.min_alpha_check = min_alpha_check
         self.deduplicate = deduplicate
+        self.shrinking = shrinking
+        self.break_ties = break_ties
 
     # ------------------------------------------------------------------------------------------
     def _validate_params(self):
@@ -284,6 +294,9 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
                              f"Got {self.class_weight!r} instead.")
         check_deduplicate(self.deduplicate, "SVC")
+        for name in ("shrinking", "break_ties"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"The '{name}' parameter of SVC must be a bool. Got {getattr(self, name)!r} instead.")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
         return get_binary_solver(self.solver)
@@ -532,7 +545,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         return ovo_decision_function(dec, len(self.classes_), self.decision_function_shape, lib)
 
     def predict(self, X):
-        """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index).
+        """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index; see ``break_ties``).
 
         Parameters
         ----------
@@ -542,7 +555,12 @@ class SVC(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,), in the input's array library.
         """
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'.")
         _, dec, lib = self._pair_decision(X)
+        if self.break_ties and len(self.classes_) > 2:
+            ovr = to_numpy(ovo_decision_function(dec, len(self.classes_), "ovr", lib))
+            return to_input_library(self.classes_[np.argmax(ovr, axis=1)], lib)
         return ovo_predict(dec, self.classes_, lib)
 
     def _check_proba(self):

@@ -307,6 +307,21 @@ def test_train_deduplicate_option(tmp_path, capsys):
     assert nsv["1"] == nsv["auto"] < nsv["0"]
 
 
+def test_train_shrinking_option_reaches_the_solver(files, monkeypatch):
+    """-h 0 / -h 1 set SVC(shrinking=...), as LIBSVM's svm-train; a bad value is a usage error."""
+    import gpusvm.svc as svc_mod
+
+    d, _, _ = files
+    seen = []
+    real_fit = svc_mod.SVC.fit
+    monkeypatch.setattr(svc_mod.SVC, "fit", lambda self, *a, **k: seen.append(self.shrinking) or real_fit(self, *a, **k))
+    for flag in ("0", "1"):
+        assert main(["train", "-q", "-h", flag, str(d / "tr"), str(d / "m")]) == 0
+    assert main(["train", "-q", str(d / "tr"), str(d / "m")]) == 0
+    assert seen == [False, True, True]
+    assert main(["train", "-q", "-h", "2", str(d / "tr"), str(d / "m")]) == 1
+
+
 def test_option_without_value():
     from gpusvm._cli_libsvm import UsageError, parse_train_args
 

@@ -106,6 +106,47 @@ def test_smo_reproduces_libsvm_path():
         assert abs(m.objective_[0] - sklearn_dual_objective(ref, X)) <= 1e-6 * abs(m.objective_[0])
 
 
+def test_shrinking_false_follows_libsvm_without_shrinking():
+    """SVC(shrinking=False) runs LIBSVM's unshrunk path: sklearn's SVC(shrinking=False) iteration count
+    and coefficients; the solution is the shrinking fit's."""
+    X, y = load_bundled("breast_cancer")
+    kw = dict(C=2.0, gamma=0.03)
+    m = SVC(device="cpu", shrinking=False, **kw).fit(X, y)
+    ref = SkSVC(shrinking=False, **kw).fit(X, y)
+    assert m.n_iter_[0] == ref.n_iter_[0]
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    np.testing.assert_allclose(m.dual_coef_, ref.dual_coef_, rtol=1e-6, atol=1e-8)
+    shrunk = SVC(device="cpu", **kw).fit(X, y)
+    assert m.objective_[0] == pytest.approx(shrunk.objective_[0], rel=1e-6)
+    for solver in ("pa-smo", "alfpgm"):  # pa-smo honours it, alfpgm (no shrinking) ignores it
+        a = SVC(device="cpu", solver=solver, shrinking=False, **kw).fit(X, y)
+        assert a.objective_[0] == pytest.approx(shrunk.objective_[0], rel=1e-4)
+    with pytest.raises(ValueError, match="'shrinking' parameter of SVC must be a bool"):
+        SVC(shrinking="no").fit(X, y)
+
+
+def test_break_ties_as_sklearn():
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=90, centers=3, random_state=0, cluster_std=2.0)
+    kw = dict(C=1.0, gamma=0.5)
+    m = SVC(device="cpu", break_ties=True, **kw).fit(X, y)
+    ref = SkSVC(break_ties=True, **kw).fit(X, y)
+    grid = np.random.default_rng(0).uniform(X.min(0) - 3, X.max(0) + 3, size=(3000, 2))
+    np.testing.assert_array_equal(m.predict(grid), ref.predict(grid))
+    np.testing.assert_array_equal(m.predict(grid), m.classes_[np.argmax(m.decision_function(grid), axis=1)])
+    plain = SVC(device="cpu", **kw).fit(X, y)
+    assert np.any(plain.predict(grid) != m.predict(grid))  # three-way vote ties, broken differently (4 here)
+    # two classes: nothing to break
+    b = (y > 0).astype(int)
+    np.testing.assert_array_equal(SVC(device="cpu", break_ties=True).fit(X, b).predict(grid),
+                                  SVC(device="cpu").fit(X, b).predict(grid))
+    with pytest.raises(ValueError, match="break_ties must be False when decision_function_shape is 'ovo'"):
+        SVC(device="cpu", break_ties=True, decision_function_shape="ovo").fit(X, y).predict(X)
+    with pytest.raises(ValueError, match="'break_ties' parameter of SVC must be a bool"):
+        SVC(break_ties=1).fit(X, y)
+
+
 @pytest.mark.parametrize("solver", ["smo", "pa-smo"])
 @pytest.mark.parametrize("kernel", ["linear", "poly", "rbf", "sigmoid"])
 def test_all_grams_against_sklearn(kernel, solver):

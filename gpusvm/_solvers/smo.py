@@ -23,7 +23,7 @@ from __future__ import annotations
 from . import BinaryResult, register_binary_solver
 from ._common import bias, dual_objective
 
-_OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent")
+_OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent", "shrinking")
 
 
 def _auto_decomposition(be, n, d, spec) -> str:
@@ -57,8 +57,10 @@ def _check_common(decomposition, gram_dtype, pa_recent):
 
 def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None,
            verbose=0, random_state=None, decomposition="auto", working_set_size=None,
-           gram_dtype="float32", pa_recent=2):
+           gram_dtype="float32", pa_recent=2, shrinking=True):
     _check_common(decomposition, gram_dtype, pa_recent)
+    if shrinking not in (True, False):  # a bool, NumPy's included
+        raise ValueError(f"The 'shrinking' parameter must be a bool. Got {shrinking!r} instead.")
     n, d = int(X.shape[0]), int(X.shape[1])
     if decomposition == "auto" and not be.is_gpu:
         decomposition = _auto_decomposition(be, n, d, spec)
@@ -72,7 +74,8 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
                              pa_recent=pa_recent)
     out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                           alpha0=alpha0, x_sqnorm=x_sqnorm, gram_dtype=gram_dtype,
-                          planning=(local == "pa-smo"), pa_recent=pa_recent, verbose=verbose)
+                          planning=(local == "pa-smo"), pa_recent=pa_recent, shrinking=bool(shrinking),
+                          verbose=verbose)
     alpha, G = out["alpha"], out["G"]
     info = dict(out["info"])
     info["decomposition"] = "pairwise"
@@ -83,7 +86,7 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
 @register_binary_solver("smo", options=_OPTIONS)
 def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
               random_state=None, decomposition="auto", working_set_size=None, gram_dtype="float32",
-              pa_recent=2):
+              pa_recent=2, shrinking=True):
     """SMO with second-order working-set selection (LIBSVM; Fan, Chen & Lin, JMLR 2005).
 
     Parameters
@@ -102,6 +105,10 @@ def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_s
         Type of the stored Gram values.
     pa_recent : {2, 3}
         Unused by plain SMO (accepted so that the options of "smo" and "pa-smo" agree).
+    shrinking : bool
+        LIBSVM's shrinking heuristic in the pair-at-a-time loop (the CPU default). It changes the
+        path, not the solution. The batched decomposition (always used on the GPU) has no shrinking:
+        it selects its working set from all variables every round, and ignores this option.
 
     Returns
     -------
@@ -110,13 +117,13 @@ def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_s
     return _solve("smo", be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                   alpha0=alpha0, x_sqnorm=x_sqnorm, verbose=verbose, random_state=random_state,
                   decomposition=decomposition, working_set_size=working_set_size,
-                  gram_dtype=gram_dtype, pa_recent=pa_recent)
+                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking)
 
 
 @register_binary_solver("pa-smo", options=_OPTIONS)
 def solve_pa_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None,
                  verbose=0, random_state=None, decomposition="auto", working_set_size=None,
-                 gram_dtype="float32", pa_recent=2):
+                 gram_dtype="float32", pa_recent=2, shrinking=True):
     """Planning-ahead SMO (Glasmachers, "The planning-ahead SMO algorithm", 2008).
 
     Same parameters and result as :func:`solve_smo`; ``pa_recent`` (2 or 3) is the number of most
@@ -125,4 +132,4 @@ def solve_pa_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     return _solve("pa-smo", be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                   alpha0=alpha0, x_sqnorm=x_sqnorm, verbose=verbose, random_state=random_state,
                   decomposition=decomposition, working_set_size=working_set_size,
-                  gram_dtype=gram_dtype, pa_recent=pa_recent)
+                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking)
