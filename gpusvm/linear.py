@@ -74,6 +74,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         training (exact for both losses: the optimal ``w`` is the same; only ``n_updates_`` changes).
         "auto" merges when the distinct (x, y) pairs are at most half of the rows (see
         :class:`gpusvm.SVC`).
+    penalty : {"l2"}, default="l2"
+        scikit-learn's parameter; only the L2 regularizer is implemented ("l1" raises).
+    dual : "auto" or bool, default="auto"
+        scikit-learn's parameter. The solvers here always work in the dual. With
+        ``loss="squared_hinge"`` the primal is strictly convex, so ``dual=False`` (scikit-learn: a
+        primal Newton method) asks for the same ``w``, and it is accepted. With ``loss="hinge"`` it
+        raises, as in scikit-learn.
+    multi_class : {"ovr"}, default="ovr"
+        scikit-learn's parameter; one-vs-rest only ("crammer_singer" raises).
 
     Attributes
     ----------
@@ -93,7 +102,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="dcd", fit_intercept=True,
                  intercept_scaling=1.0, class_weight=None, max_iter=1000, random_state=None, verbose=0,
-                 device="auto", deduplicate="auto"):
+                 device="auto", deduplicate="auto", penalty="l2", dual="auto", multi_class="ovr"):
         self.C = C
         self.loss = loss
         self.tol = tol
@@ -106,6 +115,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.device = device
         self.deduplicate = deduplicate
+        self.penalty = penalty
+        self.dual = dual
+        self.multi_class = multi_class
 
     def _validate_params(self):
         name = type(self).__name__
@@ -120,6 +132,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.max_iter, "max_iter", name, kind="int", low=1)
         check_scalar(self.verbose, "verbose", name, kind="int", low=0)
         check_deduplicate(self.deduplicate, name)
+        # scikit-learn's LinearSVC parameters, for drop-in use: only the problem solved here is accepted
+        check_options(self.penalty, "penalty", name, ("l2",))
+        check_options(self.multi_class, "multi_class", name, ("ovr",))
+        if not (self.dual == "auto" or isinstance(self.dual, (bool, np.bool_))):
+            raise ValueError(f"The 'dual' parameter of {name} must be 'auto' or a bool. Got {self.dual!r} instead.")
+        if self.dual is False or self.dual is np.False_:
+            if self.loss == "hinge":
+                raise ValueError("The combination of penalty='l2' and loss='hinge' is not supported when "
+                                 "dual=False (as scikit-learn: the hinge loss is only solved in the dual).")
         cw = self.class_weight
         if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
             raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "

@@ -250,6 +250,10 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"intercept_scaling": 0.0}, r"'intercept_scaling' parameter"),
         ({"class_weight": "auto"}, r"'class_weight' parameter of LinearSVC"),
         ({"fit_intercept": "yes"}, r"'fit_intercept' parameter of LinearSVC must be a bool"),
+        ({"penalty": "l1"}, r"The 'penalty' parameter of LinearSVC must be one of \['l2'\]. Got 'l1'"),
+        ({"multi_class": "crammer_singer"}, r"The 'multi_class' parameter of LinearSVC must be one of \['ovr'\]"),
+        ({"dual": "yes"}, r"The 'dual' parameter of LinearSVC must be 'auto' or a bool"),
+        ({"dual": False}, r"loss='hinge' is not supported when dual=False"),
     ],
 )
 def test_parameter_validation(params, match):
@@ -257,6 +261,21 @@ def test_parameter_validation(params, match):
     y = np.array([0, 1, 1, 0])
     with pytest.raises(ValueError, match=match):
         LinearSVC(**params).fit(X, y)
+
+
+def test_sklearn_drop_in_parameters():
+    """penalty="l2", multi_class="ovr" and dual in {"auto", True} are the default problem; dual=False with
+    the squared hinge asks for the same (unique) w, which scikit-learn finds with its primal solver."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    kw = dict(C=0.5, loss="squared_hinge", tol=1e-7, max_iter=100_000, random_state=0)
+    base = LinearSVC(**kw).fit(X, y)
+    for extra in ({"penalty": "l2", "multi_class": "ovr"}, {"dual": True}, {"dual": False}, {"dual": np.False_}):
+        m = LinearSVC(**kw, **extra).fit(X, y)
+        np.testing.assert_array_equal(m.coef_, base.coef_)
+    sk = SkLinearSVC(C=0.5, loss="squared_hinge", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
+    np.testing.assert_allclose(base.coef_, sk.coef_, rtol=1e-3, atol=1e-4)
 
 
 def test_input_errors_and_predict_shapes():
