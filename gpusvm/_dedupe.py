@@ -18,8 +18,9 @@ rows, w8a 34,780 of 49,749, phishing 5,849 of 11,055, a9a 26,008 of 32,561; ijcn
 
 Finding the copies
 ------------------
-Written once over ``be.xp`` (NumPy or CuPy), so a GPU fit hashes its rows on the device and only two
-``n``-long hash arrays come to the host:
+The hashes are the fused op ``row_hash`` (:mod:`gpusvm._backend.ops.rowhash`: one compiled pass on the
+CPU, array operations on the GPU, the same bits), so a GPU fit hashes its rows on the device and only two
+``n``-long hash arrays come to the host; the rest is written once over ``be.xp``:
 
 * two 64-bit hashes per row, each the sum modulo 2**64 of a mixed value per *nonzero* entry (the entry's
   float64 bit pattern mixed with its column index by the splitmix64 finalizer). Integer addition is
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._backend.ops.rowhash import row_sums as _row_sums
+
 __all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
            "merge_equal_rows", "AUTO_MAX_DISTINCT_SHARE"]
 
@@ -45,52 +48,14 @@ __all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row
 # support vectors unless merging at least halves the problem; True always merges.
 AUTO_MAX_DISTINCT_SHARE = 0.5
 
-_M1 = 0xBF58476D1CE4E5B9
-_M2 = 0x94D049BB133111EB
-_GOLDEN = 0x9E3779B97F4A7C15
 _SEEDS = (0x243F6A8885A308D3, 0x13198A2E03707344)
-_CHUNK = 1 << 22  # entries of a dense block hashed at once (32 MB of uint64 temporaries)
-
-
-def _mix(xp, v):
-    """splitmix64's finalizer on a uint64 array (wrapping arithmetic, as in C)."""
-    v = v ^ (v >> xp.uint64(30))
-    v = v * xp.uint64(_M1)
-    v = v ^ (v >> xp.uint64(27))
-    v = v * xp.uint64(_M2)
-    return v ^ (v >> xp.uint64(31))
-
-
-def _entry_hash(xp, values, columns, seed):
-    """Mixed hash of each (column, value) entry; 0 for zero values."""
-    bits = xp.ascontiguousarray(values.astype(xp.float64)).view(xp.uint64)
-    key = _mix(xp, columns.astype(xp.uint64) * xp.uint64(_GOLDEN) + xp.uint64(seed))
-    h = _mix(xp, bits ^ key)
-    return xp.where(values != 0, h, xp.uint64(0))
-
-
-def _row_sums(xp, entries, indptr, dtype):
-    """Per-row sums of CSR-ordered ``entries`` in ``dtype`` by one prefix sum (integer dtypes wrap, so
-    the sums are exact and order-free; no repeat/bincount: CuPy's repeat takes no array of counts)."""
-    cs = xp.concatenate([xp.zeros(1, dtype=dtype), xp.cumsum(entries.astype(dtype, copy=False), dtype=dtype)])
-    indptr = indptr.astype(xp.int64)
-    return cs[indptr[1:]] - cs[indptr[:-1]]
+_CHUNK = 1 << 22  # entries of a dense block compared at once
 
 
 def row_hashes(be, X, seed):
-    """One 64-bit hash per row of ``X`` (dense or CSR, on ``be``): equal rows hash alike."""
-    xp = be.xp
-    n = int(X.shape[0])
-    if be.issparse(X):
-        return _row_sums(xp, _entry_hash(xp, X.data, X.indices, seed), X.indptr, xp.uint64)
-    d = int(X.shape[1])
-    out = xp.empty(n, dtype=xp.uint64)
-    cols = xp.arange(d, dtype=xp.uint64)
-    step = max(1, _CHUNK // max(d, 1))
-    for s0 in range(0, n, step):
-        s1 = min(n, s0 + step)
-        out[s0:s1] = _entry_hash(xp, X[s0:s1], cols[None, :], seed).sum(axis=1, dtype=xp.uint64)
-    return out
+    """One 64-bit hash per row of ``X`` (dense or CSR, on ``be``): equal rows hash alike (the fused op
+    ``row_hash``, :mod:`gpusvm._backend.ops.rowhash`)."""
+    return be.row_hash(X, seed)
 
 
 def _rows_differ(be, X, a, b):

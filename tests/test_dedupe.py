@@ -62,6 +62,33 @@ def test_row_hashes_same_for_dense_csr_dtype_and_signed_zero(rng):
     assert _dedupe.row_hashes(CPU, X3, 1)[4] != h[4] or np.all(X3[4] == X[4])
 
 
+def test_compiled_row_hash_equals_the_array_version(rng):
+    """The CPU op (one Numba pass) gives the bits of row_hash_xp (the GPU's array version) on dense C and
+    F order, float32, -0.0, empty rows, and CSR with unsorted indices and explicit zeros."""
+    from gpusvm._backend.ops.rowhash import row_hash_xp
+
+    X = rng.normal(size=(80, 11)) * 1e3
+    X[rng.random(X.shape) < 0.6] = 0.0
+    X[5] = 0.0
+    X[7][X[7] == 0] = -0.0
+    S = sp.csr_matrix(X)
+    perm = sp.csr_matrix((S.data.copy(), S.indices.copy(), S.indptr.copy()), shape=S.shape)
+    for r in range(perm.shape[0]):  # reverse each row's entries: same row, another storage order
+        a, b = perm.indptr[r], perm.indptr[r + 1]
+        perm.indices[a:b], perm.data[a:b] = perm.indices[a:b][::-1].copy(), perm.data[a:b][::-1].copy()
+    full = sp.csr_matrix((X.ravel(), np.tile(np.arange(11), 80), np.arange(81) * 11), shape=X.shape)
+    cases = [(X, False), (np.asfortranarray(X), False), (X[:, ::2], False), (X.astype(np.float32), False),
+             (S, True), (perm, True), (full, True), (sp.csr_matrix(X.astype(np.float32)), True)]
+    for seed in _dedupe._SEEDS:
+        ref = row_hash_xp(np, X, seed, False)
+        for A, sparse in cases:
+            got = CPU.row_hash(A, seed)
+            assert got.dtype == np.uint64
+            np.testing.assert_array_equal(got, row_hash_xp(np, A, seed, sparse))
+            if A.shape == X.shape and not (getattr(A, "dtype", None) == np.float32):
+                np.testing.assert_array_equal(got, ref)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_duplicate_groups_match_exact_grouping(rng, sparse):
     X, y = _with_copies(rng)
