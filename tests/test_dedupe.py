@@ -89,6 +89,20 @@ def test_compiled_row_hash_equals_the_array_version(rng):
                 np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("case", ["consistent", "h2 differs", "all h1 equal"])
+def test_candidate_representatives_are_first_rows_of_equal_triples(rng, case):
+    # "consistent": h2 follows from (label, h1), the one-key sort decides; otherwise rows of equal sort
+    # key differ in h2 and the exact lexsort takes over
+    n = 500
+    h1 = rng.integers(0, 1 if case == "all h1 equal" else 200, size=n).astype(np.uint64)
+    labels = rng.integers(0, 3, size=n)
+    h2 = (h1 * np.uint64(7) + labels.astype(np.uint64) if case == "consistent"
+          else rng.integers(0, 40, size=n).astype(np.uint64))
+    first = {}
+    expect = np.array([first.setdefault((int(a), int(b), int(c)), i) for i, (a, b, c) in enumerate(zip(labels, h1, h2))])
+    np.testing.assert_array_equal(_dedupe._candidate_representatives(h1, h2, labels), expect)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_duplicate_groups_match_exact_grouping(rng, sparse):
     X, y = _with_copies(rng)
