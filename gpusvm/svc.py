@@ -6,6 +6,7 @@ import numbers
 import warnings
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
@@ -181,6 +182,12 @@ class SVC(ClassifierMixin, BaseEstimator):
         As sklearn: with ``decision_function_shape="ovr"`` and more than two classes, :meth:`predict`
         returns the class of the largest :meth:`decision_function` value instead of LIBSVM's
         one-vs-one vote. Must be False with ``decision_function_shape="ovo"``. Slower to predict.
+    n_jobs : int, default=None
+        Threads that solve the class pairs of a multi-class CPU fit (and their ``probability``
+        cross-validation) at the same time; joblib's convention: None means 1 (unless in a
+        ``joblib.parallel_backend`` context), -1 all cores. The solvers release the GIL, and every
+        pair is solved exactly as alone, so the model does not depend on it. Each thread keeps its own
+        Gram-row cache of ``cache_size`` MB. A GPU fit solves the pairs one after the other.
 
     Attributes
     ----------
@@ -232,7 +239,8 @@ class SVC(ClassifierMixin, BaseEstimator):
                  decision_function_shape="ovr", probability=False, device="auto", random_state=None,
                  verbose=False, decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
                  n_pairs=None, mu=0.1, inner_tol=None, delta_alpha=1e-6, min_alpha_opt=5,
-                 max_alpha_opt=20, min_alpha_check=None, deduplicate="auto", shrinking=True, break_ties=False):
+                 max_alpha_opt=20, min_alpha_check=None, deduplicate="auto", shrinking=True, break_ties=False,
+                 n_jobs=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -262,6 +270,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.deduplicate = deduplicate
         self.shrinking = shrinking
         self.break_ties = break_ties
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------------------------------
     def _validate_params(self):
@@ -294,6 +303,9 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
                              f"Got {self.class_weight!r} instead.")
         check_deduplicate(self.deduplicate, "SVC")
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"The 'n_jobs' parameter of SVC must be None or a nonzero int. Got {self.n_jobs!r} instead.")
         for name in ("shrinking", "break_ties"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"The '{name}' parameter of SVC must be a bool. Got {getattr(self, name)!r} instead.")
@@ -385,10 +397,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
         prob_a, prob_b = [], []
-        if self.probability:
-            from sklearn.utils import check_random_state
-
-            rs = check_random_state(self.random_state)
+        tasks = []
         for a, b in pairs:
             # LIBSVM's order: the samples of class a, then those of class b
             idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
@@ -396,9 +405,32 @@ class SVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
-            groups = None if group is None else group[idx]
+            tasks.append((idx, yb, None if group is None else group[idx]))
+        if self.probability:  # the folds of every pair, drawn in pair order (as one pair after the other)
+            from sklearn.utils import check_random_state
+
+            rs = check_random_state(self.random_state)
+            perms = [rs.permutation(t[0].shape[0]) for t in tasks]
+
+        def solve_pair(p):
+            idx, yb, groups = tasks[p]
             alpha, res = self._solve_rows(be, X, idx, yb, Cvec_all[idx], groups, x_sqnorm, spec, solver_fn,
                                           opts, cache_bytes, verbose=int(bool(self.verbose)))
+            f = None
+            if self.probability:
+                f = self._cv_decisions(be, be.select_rows(X, idx), yb, Cvec_all[idx], x_sqnorm[be.asarray(idx)],
+                                       spec, solver_fn, opts, cache_bytes, perms[p], groups)
+            return alpha, res, f
+
+        n_jobs = 1 if be.is_gpu else max(1, min(len(pairs), effective_n_jobs(self.n_jobs)))
+        if n_jobs > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=n_jobs) as ex:
+                results = list(ex.map(solve_pair, range(len(pairs))))
+        else:
+            results = [solve_pair(p) for p in range(len(pairs))]
+        for (idx, yb, _), (alpha, res, f) in zip(tasks, results):
             pair_alpha.append(alpha * yb)  # signed coefficients
             pair_idx.append(idx)
             pair_b.append(float(res.b))
@@ -406,8 +438,6 @@ class SVC(ClassifierMixin, BaseEstimator):
             objective.append(float(res.objective))
             converged.append(bool(res.converged))
             if self.probability:
-                f = self._cv_decisions(be, be.select_rows(X, idx), yb, Cvec_all[idx], x_sqnorm[be.asarray(idx)],
-                                       spec, solver_fn, opts, cache_bytes, rs, groups)
                 pa, pb = sigmoid_train(f, yb)
                 prob_a.append(pa)
                 prob_b.append(pb)
@@ -475,13 +505,12 @@ class SVC(ClassifierMixin, BaseEstimator):
         alpha = undo(_host(be, res.alpha).astype(np.float64))
         return alpha, res
 
-    def _cv_decisions(self, be, Xb, yb, Cb, x_sq, spec, solver_fn, opts, cache_bytes, rs, groups=None,
+    def _cv_decisions(self, be, Xb, yb, Cb, x_sq, spec, solver_fn, opts, cache_bytes, perm, groups=None,
                       n_folds=5):
         """Cross-validated decision values of one class pair for Platt scaling, as LIBSVM's
-        ``svm_binary_svc_probability``: a random permutation cut into 5 folds; a fold whose training
-        part holds one class only gets +1 or -1."""
+        ``svm_binary_svc_probability``: the random permutation ``perm`` of the pair's rows cut into 5
+        folds; a fold whose training part holds one class only gets +1 or -1."""
         n_b = yb.shape[0]
-        perm = rs.permutation(n_b)
         dec = np.zeros(n_b)
         for i in range(n_folds):
             lo, hi = i * n_b // n_folds, (i + 1) * n_b // n_folds

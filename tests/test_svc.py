@@ -125,6 +125,29 @@ def test_shrinking_false_follows_libsvm_without_shrinking():
         SVC(shrinking="no").fit(X, y)
 
 
+@pytest.mark.parametrize("solver", ["smo", "alfpgm"])
+def test_n_jobs_solves_pairs_in_threads_with_the_same_model(solver, monkeypatch):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:500] / 16.0, y[:500]
+    kw = dict(C=10.0, gamma=0.05, device="cpu", solver=solver, probability=True, random_state=0)
+    one = SVC(**kw).fit(X, y)
+    threads = set()
+    real = SVC._solve_rows
+    import threading
+
+    monkeypatch.setattr(SVC, "_solve_rows", lambda self, *a, **k: threads.add(threading.get_ident()) or real(self, *a, **k))
+    many = SVC(**kw, n_jobs=3).fit(X, y)
+    assert len(threads) > 1  # the pairs did run in several threads
+    for attr in ("support_", "dual_coef_", "intercept_", "n_iter_", "objective_", "probA_", "probB_", "_pair_coef"):
+        np.testing.assert_array_equal(getattr(many, attr), getattr(one, attr))
+    np.testing.assert_array_equal(many.predict_proba(X), one.predict_proba(X))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="'n_jobs' parameter of SVC must be None or a nonzero int"):
+            SVC(n_jobs=bad).fit(X, y)
+
+
 def test_break_ties_as_sklearn():
     from sklearn.datasets import make_blobs
 

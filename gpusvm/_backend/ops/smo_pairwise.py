@@ -538,7 +538,7 @@ def _smo_update(i, j, Qij, alpha, C, G, QD, y):
 # ---------------------------------------------------------------------------------------------------
 # The solver
 # ---------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: SVC(n_jobs=...) solves class pairs in threads
 def _solve(gx, gk, C, alpha, QD, store, tol, max_iter, shrinking, planning, pa_recent, eta, verbose):
     """SMO (LIBSVM) or planning-ahead SMO on the binary C-SVC dual.
 
