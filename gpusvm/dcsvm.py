@@ -170,7 +170,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     max_iter : int, default=-1
         Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``.
     executor : concurrent.futures.Executor, default=None
-        Where the subproblems run; None: in this process, one after the other.
+        Where the subproblems run; None: in this process, one after the other. A
+        ``concurrent.futures.ThreadPoolExecutor`` solves them in parallel in this process (the SMO
+        loop releases the GIL); on full ijcnn1 (2 cores, one run) the solved 16-cluster level took 0.24-0.25 s
+        wall with 2 threads against 0.32-0.62 s in process, the same model. The top-level solve, most of
+        the fit, is one problem and gains nothing.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
         Shape of :meth:`decision_function` for more than two classes, as scikit-learn's SVC: "ovr"
         turns the one-vs-one values into one column per class (votes plus a confidence tie-break);
