@@ -7,12 +7,14 @@ Two settings decide its CPU speed, and this script measures both in one run on o
    same product after densifying the CSR side (dense @ dense, BLAS), for d in {22, 123, 300, 2,000} and
    densities 0.005-0.3; this sets ``gram.CPU_DENSIFY_MIN_DENSITY`` (process CPU ms, best of 5 calls).
 2. ``predict``: the test-set decision values of one fitted SVC per data set (a9a, ijcnn1: their test
-   files; w8a: stratified 80/20, seed 0; as benchmarks/svc_vs_sklearn.py), CSR and dense input, with
-   the Gram block budget in {1, 2, 4, 8, 16, 64} MB, densifying on and off (off + 64 MB = the code
-   before this script), and scikit-learn's SVC.decision_function on the same model's data (fitted with
-   the same hyperparameters) as the reference. Process CPU seconds (NumPy's BLAS may use both cores:
-   the wall seconds are kept too), best of ``--repeat`` runs; every variant's decision values are
-   checked against the first one's.
+   files; w8a: stratified 80/20, seed 0; as benchmarks/svc_vs_sklearn.py), CSR and dense input, for the
+   settings in ``VARIANTS``: densifying dense-enough CSR on or off, the blocks one after the other
+   (BLAS's own threads) or one per core at a time (BLAS single-threaded), and the Gram block budget;
+   the first variant is the code before these changes. Equal support vectors are not merged here
+   (``svc.MERGE_SV_MIN_ROWS`` raised; benchmarks/predict_merge.py measures that). scikit-learn's
+   SVC.decision_function on a model it fitted with the same hyperparameters is the reference.
+   Process CPU seconds and wall seconds, each the best of ``--repeat`` runs; every variant's decision
+   values are checked against the first one's.
 
 Usage: python benchmarks/predict_blocks.py [--datasets ijcnn1 a9a w8a] [--repeat 2] [--tag cpu]
 Writes benchmarks/results/predict_blocks_<tag>.{json,md} after every data set.
@@ -38,7 +40,9 @@ from gpusvm import SVC  # noqa: E402
 from gpusvm._backend.ops import gram as gram_op  # noqa: E402
 from gpusvm.svc import DECISION_BLOCK_BYTES  # noqa: E402
 
-BLOCKS_MB = (1, 2, 4, 8, 16, 64)
+# (densify dense-enough CSR, threads (None: every core, BLAS single-threaded; 1: one block after the
+# other, BLAS's own threads), block MB); the first is the code before predict_blocks.py
+VARIANTS = [(False, 1, 64)] + [(True, 1, mb) for mb in (4, 16, 64)] + [(True, None, mb) for mb in (2, 4, 8, 16, 64)]
 NEVER = 2.0  # a density no matrix reaches: densifying off
 
 
@@ -76,23 +80,25 @@ def run(name, data_dir, repeat):
     out = {"dataset": name, "n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "d": int(X.shape[1]),
            "density": float(X.nnz / (X.shape[0] * X.shape[1])), "n_sv": int(model.support_vectors_.shape[0]),
            "C": C, "gamma": gamma, "rows": []}
-    saved = gram_op.CPU_DENSIFY_MIN_DENSITY, dict(svc_mod.DECISION_BLOCK_BYTES)
+    saved = (gram_op.CPU_DENSIFY_MIN_DENSITY, dict(svc_mod.DECISION_BLOCK_BYTES), svc_mod.DECISION_THREADS,
+             svc_mod.MERGE_SV_MIN_ROWS)
+    svc_mod.MERGE_SV_MIN_ROWS = 2**62
     try:
         for fmt in ("csr", "dense"):
             Xf = Xt if fmt == "csr" else Xt.toarray()
             fitted = model if fmt == "csr" else SVC(C=C, gamma=gamma, device="cpu").fit(X.toarray(), y)
             ref = None
-            for densify in (False, True):
+            for densify, threads, mb in VARIANTS:
                 gram_op.CPU_DENSIFY_MIN_DENSITY = saved[0] if densify else NEVER
-                for mb in BLOCKS_MB:
-                    svc_mod.DECISION_BLOCK_BYTES["cpu"] = mb * 2**20
-                    fitted.decision_function(Xf[:200])
-                    cpu, wall, dec = _cpu_best(lambda: fitted.decision_function(Xf), repeat)
-                    dec = np.asarray(dec)
-                    ref = dec if ref is None else ref
-                    out["rows"].append({"format": fmt, "densify": densify, "block_mb": mb, "cpu_s": cpu,
-                                        "wall_s": wall, "max_abs_diff": float(np.max(np.abs(dec - ref)))})
-                    print(name, out["rows"][-1], flush=True)
+                svc_mod.DECISION_THREADS = threads
+                svc_mod.DECISION_BLOCK_BYTES["cpu"] = mb * 2**20
+                fitted.decision_function(Xf[:200])
+                cpu, wall, dec = _cpu_best(lambda: fitted.decision_function(Xf), repeat)
+                dec = np.asarray(dec)
+                ref = dec if ref is None else ref
+                out["rows"].append({"format": fmt, "densify": densify, "threads": threads or "auto", "block_mb": mb,
+                                    "cpu_s": cpu, "wall_s": wall, "max_abs_diff": float(np.max(np.abs(dec - ref)))})
+                print(name, out["rows"][-1], flush=True)
             Xs = Xt if fmt == "csr" else Xt.toarray()
             skm = sk if fmt == "csr" else SkSVC(C=C, gamma=gamma).fit(X.toarray(), y)
             skm.decision_function(Xs[:200])
@@ -103,6 +109,8 @@ def run(name, data_dir, repeat):
     finally:
         gram_op.CPU_DENSIFY_MIN_DENSITY = saved[0]
         svc_mod.DECISION_BLOCK_BYTES.update(saved[1])
+        svc_mod.DECISION_THREADS = saved[2]
+        svc_mod.MERGE_SV_MIN_ROWS = saved[3]
     return out
 
 
@@ -120,34 +128,38 @@ def markdown(results, meta):
     lines += ["", f"Rule in gram.py: a CSR side of density >= {gram_op.CPU_DENSIFY_MIN_DENSITY} is densified tile by "
               "tile (prediction densifies the support vectors once).", "",
               "## 2. SVC.decision_function on the test set", "",
-              "Process CPU seconds (wall in brackets), best of the repeats. `old` = densifying off, 64 MB "
-              "blocks (the code before); speed-up = old / this row. sklearn: SVC.decision_function of a "
-              "model fitted by scikit-learn with the same hyperparameters.", ""]
+              "Process CPU seconds and wall seconds, each the best of the repeats. The first row of each "
+              "input is the code before these changes (densifying off, 64 MB blocks, one block after the "
+              "other with the BLAS's threads); threads `auto` = one block per core at a time, BLAS "
+              "single-threaded. Bold: the defaults. sklearn: SVC.decision_function of a model fitted by "
+              "scikit-learn with the same hyperparameters (LIBSVM, one thread).", ""]
     for res in results:
         lines += [f"### {res['dataset']} (test {res['n_test']:,} x {res['d']}, density {res['density']:.3f}, "
                   f"{res['n_sv']:,} SVs)", "",
-                  "| input | densify | block (MB) | CPU s (wall) | speed-up vs old | max abs diff |",
-                  "|---|---|---|---|---|---|"]
-        for fmt in ("csr", "dense"):
-            rows = [r for r in res["rows"] if r["format"] == fmt]
-            old = next(r for r in rows if not r.get("sklearn") and not r["densify"] and r["block_mb"] == 64)
-            for r in rows:
-                what = ("sklearn", "-", "-") if r.get("sklearn") else (fmt, "on" if r["densify"] else "off",
-                                                                       str(r["block_mb"]))
-                if not r.get("sklearn") and r["densify"] and r["block_mb"] == meta["default_block_mb"]:
-                    what = (fmt, "**on (default)**", f"**{r['block_mb']}**")
-                lines.append(f"| {what[0] if r.get('sklearn') else fmt} | {what[1]} | {what[2]} | "
-                             f"{r['cpu_s']:.2f} ({r['wall_s']:.2f}) | {old['cpu_s'] / r['cpu_s']:.2f}x | "
-                             f"{r['max_abs_diff']:.1e} |")
+                  "| input | densify | threads | block (MB) | CPU s | wall s | wall speed-up vs old | max abs diff |",
+                  "|---|---|---|---|---|---|---|---|"]
         summary = []
         for fmt in ("csr", "dense"):
             rows = [r for r in res["rows"] if r["format"] == fmt]
-            old = next(r for r in rows if not r.get("sklearn") and not r["densify"] and r["block_mb"] == 64)
-            new = next(r for r in rows if not r.get("sklearn") and r["densify"]
-                       and r["block_mb"] == meta["default_block_mb"])
+            old = rows[0]
+            default = None
+            for r in rows:
+                if r.get("sklearn"):
+                    what = "| sklearn | - | - | - "
+                else:
+                    is_default = (r["densify"] and r["threads"] == "auto"
+                                  and r["block_mb"] == meta["default_block_mb"])
+                    default = r if is_default else default
+                    mark = (lambda v: f"**{v}**") if is_default else str
+                    what = (f"| {fmt} | {mark('on' if r['densify'] else 'off')} | {mark(r['threads'])} | "
+                            f"{mark(r['block_mb'])} ")
+                lines.append(f"{what}| {r['cpu_s']:.2f} | {r['wall_s']:.2f} | {old['wall_s'] / r['wall_s']:.2f}x | "
+                             f"{r['max_abs_diff']:.1e} |")
             skl = next(r for r in rows if r.get("sklearn"))
-            summary.append(f"{fmt}: default {new['cpu_s']:.2f} CPU-s, {old['cpu_s'] / new['cpu_s']:.2f}x the old "
-                           f"code, {skl['cpu_s'] / new['cpu_s']:.1f}x sklearn")
+            summary.append(f"{fmt}: default {default['wall_s']:.2f} s wall ({default['cpu_s']:.2f} CPU-s), "
+                           f"{old['wall_s'] / default['wall_s']:.2f}x the old code's wall time "
+                           f"({old['cpu_s'] / default['cpu_s']:.2f}x in CPU time), {skl['wall_s'] / default['wall_s']:.1f}x "
+                           f"sklearn's ({skl['cpu_s'] / default['cpu_s']:.1f}x)")
         lines += ["", "; ".join(summary) + ".", ""]
     return "\n".join(lines) + "\n"
 

@@ -58,6 +58,10 @@ def _full_pattern_csr(dense):
 # and w8a (benchmarks/results/predict_blocks_cpu.md; 64 MB, the size before, was the slowest, by up to
 # 2x). On the GPU large blocks keep the launches few.
 DECISION_BLOCK_BYTES = {"cpu": 16 * 2**20, "gpu": 64 * 2**20}
+# CPU blocks run in this many threads (None: every usable core), each with single-threaded BLAS: NumPy's
+# gram transform (the exponentials) is single-threaded, and a multi-threaded BLAS spins between the
+# small products. 1: one block after the other with the BLAS's own threads (the code before).
+DECISION_THREADS = None
 
 
 # _blocked_decision merges equal support vectors (merge_equal_rows: exact) when it predicts at least
@@ -97,11 +101,40 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
                 return dec
     SV = densify_for_gram(be, SV)  # once, instead of in every block's gram call
     step = max(1, int(block_bytes) // (8 * n_sv))
-    for s0 in range(0, n, step):
+    starts = range(0, n, step)
+
+    def block(s0):
         s1 = min(n, s0 + step)
         K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
         dec[s0:s1] = (coef @ K).T + b[None, :]
+
+    threads = 1 if be.is_gpu else min(len(starts), _decision_threads())
+    if threads <= 1:
+        for s0 in starts:
+            block(s0)
+        return dec
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=threads) as ex:
+        list(ex.map(block, starts))
     return dec
+
+
+def _decision_threads():
+    """Threads of a CPU :func:`_blocked_decision`: :data:`DECISION_THREADS`, or joblib's count of usable
+    cores when it is None; 1 outside the main thread (threadpoolctl's limit is process-wide, so it is
+    set from one thread only: a caller's threads, e.g. ``SVC(n_jobs=...)``'s, predict block by block)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return 1
+    if DECISION_THREADS is not None:
+        return int(DECISION_THREADS)
+    from joblib import cpu_count
+
+    return cpu_count()
 
 
 class SVC(ClassifierMixin, BaseEstimator):

@@ -125,6 +125,37 @@ def test_shrinking_false_follows_libsvm_without_shrinking():
         SVC(shrinking="no").fit(X, y)
 
 
+def test_blocked_decision_threads(monkeypatch):
+    """CPU blocks in threads (BLAS single-threaded meanwhile, restored after) give the serial values; a
+    call from another thread runs its blocks one after the other."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    import gpusvm.svc as svc_mod
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 30))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    m = SVC(C=3.0, gamma=0.05, device="cpu").fit(X, y)
+    Z = rng.normal(size=(3000, 30))
+    monkeypatch.setattr(svc_mod, "DECISION_BLOCK_BYTES", {"cpu": 8 * 40 * m.support_vectors_.shape[0], "gpu": 1})
+    monkeypatch.setattr(svc_mod, "DECISION_THREADS", 1)
+    serial = m.decision_function(Z)
+    before = [i["num_threads"] for i in threadpool_info()]
+    monkeypatch.setattr(svc_mod, "DECISION_THREADS", 4)
+    threaded = m.decision_function(Z)
+    assert [i["num_threads"] for i in threadpool_info()] == before
+    np.testing.assert_allclose(threaded, serial, rtol=1e-12, atol=1e-12)
+    assert svc_mod._decision_threads() == 4
+    out = {}
+    t = threading.Thread(target=lambda: out.update(n=svc_mod._decision_threads(), d=m.decision_function(Z)))
+    t.start()
+    t.join()
+    assert out["n"] == 1
+    np.testing.assert_allclose(out["d"], serial, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["smo", "alfpgm"])
 def test_n_jobs_solves_pairs_in_threads_with_the_same_model(solver, monkeypatch):
     from sklearn.datasets import load_digits
