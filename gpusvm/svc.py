@@ -52,12 +52,13 @@ def _full_pattern_csr(dense):
                          shape=(rows, cols))
 
 
-# Gram block size of _blocked_decision per device. On the CPU the block (SV x rows) should stay in the
-# caches between the gram transform's passes and the product with the coefficients, yet hold enough rows
-# for an efficient matrix product: 16 MB was the best or within noise of it among 1-64 MB on ijcnn1, a9a
-# and w8a (benchmarks/results/predict_blocks_cpu.md; 64 MB, the size before, was the slowest, by up to
-# 2x). On the GPU large blocks keep the launches few.
-DECISION_BLOCK_BYTES = {"cpu": 16 * 2**20, "gpu": 64 * 2**20}
+# Gram block size of _blocked_decision per device. On the CPU the block (SV x rows) should stay in a
+# core's caches between the gram transform's passes and the product with the coefficients, yet hold
+# enough rows for an efficient matrix product: with the blocks in threads (below), 8 MB was the fastest
+# or within 0.03 s of it among 2-64 MB on ijcnn1, a9a and w8a, CSR and dense
+# (benchmarks/results/predict_blocks_cpu.md; 64 MB, the size before, was 1.3-2.1x slower in the same threads). On the GPU
+# large blocks keep the launches few.
+DECISION_BLOCK_BYTES = {"cpu": 8 * 2**20, "gpu": 64 * 2**20}
 # CPU blocks run in this many threads (None: every usable core), each with single-threaded BLAS: NumPy's
 # gram transform (the exponentials) is single-threaded, and a multi-threaded BLAS spins between the
 # small products. 1: one block after the other with the BLAS's own threads (the code before).
@@ -617,6 +618,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,), in the input's array library.
         """
+        self._check_fitted()
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'.")
         _, dec, lib = self._pair_decision(X)

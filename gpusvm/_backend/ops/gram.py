@@ -223,8 +223,8 @@ def _transform_gpu(be, prod, dst, xn, yn, spec):
 # A CSR side of a CPU gram block at least this dense is densified tile by tile: SciPy's CSR @ dense
 # product is one scalar multiply-add per stored entry and output column on one thread, against BLAS
 # for dense tiles. Measured (benchmarks/results/predict_blocks_cpu.md, part 1: a 512 x 1,024 product,
-# d = 22 to 2,000), CSR @ dense time over densify + dense @ dense: 0.1-0.7x at densities <= 0.02,
-# 1.0-2.4x at 0.05, 1.3-3.9x at 0.1, 2-11x at 0.3.
+# d = 22 to 2,000), CSR @ dense time over densify + dense @ dense: 0.3-0.7x at densities <= 0.02,
+# 0.9-2.5x at 0.05, 1.1-4.8x at 0.1 (0.7-1.3x at d = 2,000 in three runs), 2.6-11.4x at 0.3.
 CPU_DENSIFY_MIN_DENSITY = 0.1
 
 
