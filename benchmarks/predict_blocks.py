@@ -1,7 +1,7 @@
-"""Prediction on the CPU: Gram block size and densified CSR operands, against scikit-learn's predict.
+"""Prediction on the CPU: densified CSR operands, Gram block size and threads, against scikit-learn's predict.
 
 ``SVC.decision_function`` computes ``coef @ K(SV, X_block)`` block by block (``svc._blocked_decision``).
-Two settings decide its CPU speed, and this script measures both in one run on one machine:
+This script measures, in one run on one machine, what decides its CPU speed:
 
 1. ``micro``: one 512 x 1,024 gram product of two random CSR matrices, SciPy's CSR @ dense against the
    same product after densifying the CSR side (dense @ dense, BLAS), for d in {22, 123, 300, 2,000} and
