@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._backend.ops.rowhash import GOLDEN
 from ._backend.ops.rowhash import row_sums as _row_sums
 
 __all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
@@ -84,7 +85,7 @@ def _candidate_representatives(h1, h2, labels):
     n = h1.shape[0]
     lab = np.ascontiguousarray(labels, dtype=np.float64).view(np.uint64)
     with np.errstate(over="ignore"):
-        key = h1 ^ ((lab + np.uint64(_SEEDS[1])) * np.uint64(0x9E3779B97F4A7C15))
+        key = h1 ^ ((lab + np.uint64(_SEEDS[1])) * np.uint64(GOLDEN))
     order = np.argsort(key)
     ks, h2s, ls = key[order], h2[order], labels[order]
     same = ks[1:] == ks[:-1]

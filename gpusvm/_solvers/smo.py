@@ -45,7 +45,7 @@ def _auto_decomposition(be, n, d, spec) -> str:
     return "pairwise"
 
 
-def _check_common(decomposition, gram_dtype, pa_recent):
+def _check_common(decomposition, gram_dtype, pa_recent, shrinking):
     if decomposition not in ("auto", "pairwise", "batched"):
         raise ValueError("The 'decomposition' parameter must be one of ['auto', 'batched', 'pairwise']. "
                          f"Got {decomposition!r} instead.")
@@ -53,14 +53,14 @@ def _check_common(decomposition, gram_dtype, pa_recent):
         raise ValueError(f"The 'gram_dtype' parameter must be one of ['float32', 'float64']. Got {gram_dtype!r} instead.")
     if pa_recent not in (2, 3) or isinstance(pa_recent, bool):
         raise ValueError(f"The 'pa_recent' parameter must be one of [2, 3]. Got {pa_recent!r} instead.")
+    if shrinking not in (True, False):  # a bool, NumPy's included
+        raise ValueError(f"The 'shrinking' parameter must be a bool. Got {shrinking!r} instead.")
 
 
 def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None,
            verbose=0, random_state=None, decomposition="auto", working_set_size=None,
            gram_dtype="float32", pa_recent=2, shrinking=True):
-    _check_common(decomposition, gram_dtype, pa_recent)
-    if shrinking not in (True, False):  # a bool, NumPy's included
-        raise ValueError(f"The 'shrinking' parameter must be a bool. Got {shrinking!r} instead.")
+    _check_common(decomposition, gram_dtype, pa_recent, shrinking)
     n, d = int(X.shape[0]), int(X.shape[1])
     if decomposition == "auto" and not be.is_gpu:
         decomposition = _auto_decomposition(be, n, d, spec)

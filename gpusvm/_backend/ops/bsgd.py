@@ -392,18 +392,6 @@ def _csr_of_dense(X):
     return ptr, idx, val, xsq
 
 
-@numba.njit(cache=True)
-def _row_sqnorms_csr(ptr, val):
-    n = ptr.shape[0] - 1
-    xsq = np.empty(n)
-    for i in range(n):
-        acc = 0.0
-        for q in range(ptr[i], ptr[i + 1]):
-            acc += val[q] * val[q]
-        xsq[i] = acc
-    return xsq
-
-
 @register_op("bsgd_columns", "cpu")
 def bsgd_columns_cpu(be, X, X_sparse=None):
     """The nonzeros of X in CSR form and its squared row norms, ``(ptr, idx, val, xsq)``: what the CPU
@@ -420,7 +408,7 @@ def bsgd_columns_cpu(be, X, X_sparse=None):
     A.sort_indices()
     A.eliminate_zeros()
     ptr, idx, val = A.indptr.astype(np.int64), A.indices.astype(np.int64), np.ascontiguousarray(A.data)
-    return ptr, idx, val, _row_sqnorms_csr(ptr, val)
+    return ptr, idx, val, be.dcd_row_sqnorms(A)  # one compiled pass, each row summed in stored order
 
 
 @register_op("bsgd_columns", "gpu")
