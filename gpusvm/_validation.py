@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -104,7 +105,10 @@ def check_X(X, be, *, name="X", dtype=None, owner=None):
     if not bool(be.xp.isfinite(data).all()):
         nan = bool(be.xp.isnan(data).any())
         raise ValueError(f"{name!r}{where} contains {'NaN' if nan else 'infinity'}; remove or impute it first.")
-    if be.issparse(X):
+    if be.issparse(X) and not getattr(X, "has_canonical_format", False):
+        # sorted indices without duplicates (the compiled loops scatter rows into a dense buffer, so a
+        # repeated column would count once); on a copy, never on the caller's matrix
+        X = X.copy()
         X.sum_duplicates()
     return X
 
@@ -123,6 +127,27 @@ def check_y(y, n_samples, *, owner=None):
         raise ValueError(f"'y'{where} has {y.shape[0]} labels but X has {n_samples} samples.")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError(f"'y'{where} contains NaN or infinity.")
+    return y
+
+
+def check_class_labels(y, n_samples, *, owner):
+    """Validate classification targets: ``check_y`` plus scikit-learn's rules for classifiers.
+
+    ``y`` None raises; a column vector (n, 1) is raveled with a ``DataConversionWarning``, as scikit-learn's
+    estimators do; continuous or multi-output targets raise ``ValueError`` ("Unknown label type").
+    """
+    from sklearn.exceptions import DataConversionWarning
+    from sklearn.utils.multiclass import check_classification_targets
+
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
+    if array_library(y) == "numpy":
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
+                      "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+    y = check_y(y, n_samples, owner=owner)
+    check_classification_targets(y)
     return y
 
 

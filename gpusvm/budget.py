@@ -11,7 +11,7 @@ from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._gram import GramSpec, resolve_gamma
 from ._solvers.bsgd import bsgd
-from ._validation import check_options, check_scalar, check_X, check_y, to_input_library, to_numpy
+from ._validation import check_options, check_class_labels, check_scalar, check_X, to_input_library, to_numpy
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -168,7 +168,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if be.issparse(X):
             X_sparse, X = X, X.toarray()
         n, d = X.shape
-        y = check_y(y, n, owner=name)
+        y = check_class_labels(y, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only {classes.tolist()}.")

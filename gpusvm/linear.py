@@ -6,10 +6,9 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
@@ -18,7 +17,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
-from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
+from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_input_library, to_numpy)
 
 __all__ = ["LinearSVC"]
@@ -168,13 +167,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None)
         X = check_X(X, be, owner=name)
         n, d = X.shape
-        if y is None:
-            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
-                          DataConversionWarning, stacklevel=2)
-        y = check_y(y, n, owner=name)
-        check_classification_targets(y)
+        y = check_class_labels(y, n, owner=name)
         sw = check_sample_weight(sample_weight, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:

@@ -20,7 +20,7 @@ from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
-from ._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y,
+from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_input_library, to_numpy)
 
 __all__ = ["SVC"]
@@ -370,23 +370,14 @@ class SVC(ClassifierMixin, BaseEstimator):
         self
         """
         from sklearn.utils.class_weight import compute_class_weight
-        from sklearn.utils.multiclass import check_classification_targets
 
         solver_fn, solver_opts = self._validate_params()
         if y is None:
             raise ValueError("SVC requires y to be passed, but the target y is None.")
-        if array_library(y) == "numpy":
-            y = np.asarray(y)
-        if array_library(y) == "numpy" and y.ndim == 2 and y.shape[1] == 1:
-            from sklearn.exceptions import DataConversionWarning
-
-            warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
-                          "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=2)
         be = get_backend(self.device, X, y, sample_weight)
         X = check_X(X, be, owner="SVC")
         n, d = int(X.shape[0]), int(X.shape[1])
-        y = check_y(y, n, owner="SVC")
-        check_classification_targets(y)
+        y = check_class_labels(y, n, owner="SVC")
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "

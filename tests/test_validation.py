@@ -74,3 +74,62 @@ def test_check_scalar_messages():
     assert check_scalar(3, "degree", "SVC", kind="int", low=1) == 3
     with pytest.raises(ValueError, match="must be one of"):
         check_options("x", "solver", "SVC", {"smo"})
+
+
+def _estimators():
+    from gpusvm import SVC, BudgetSVC, DCSVC, LinearSVC
+
+    return [
+        pytest.param(lambda: SVC(), id="SVC"),
+        pytest.param(lambda: LinearSVC(random_state=0), id="LinearSVC"),
+        pytest.param(lambda: BudgetSVC(budget=20, random_state=0), id="BudgetSVC"),
+        pytest.param(lambda: DCSVC(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, random_state=0),
+                     id="DCSVC"),
+    ]
+
+
+def _small_problem(n=120, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.4] = 0.0
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_estimators_share_the_label_rules(make):
+    """Every classifier rejects continuous and missing targets and ravels a column vector with a warning
+    (BudgetSVC used to take a continuous y as one class per value)."""
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = _small_problem()
+    with pytest.raises(ValueError, match="Unknown label type"):
+        make().fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="target y is None"):
+        make().fit(X, None)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        column = make().fit(X, y.reshape(-1, 1))
+    np.testing.assert_array_equal(column.predict(X), make().fit(X, y).predict(X))
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_non_canonical_csr_gives_the_canonical_model_and_stays_untouched(make):
+    """CSR with unsorted column indices and repeated entries (which SciPy sums) is the same matrix as its
+    canonical form: same model, same decision values; the caller's matrix is not rewritten in place."""
+    X, y = _small_problem()
+    C = sp.csr_matrix(X)
+    rows, cols, vals = [], [], []
+    for i in range(C.shape[0]):  # each entry split in two, the row's entries in reverse order
+        for p in range(C.indptr[i + 1] - 1, C.indptr[i] - 1, -1):
+            rows += [i, i]
+            cols += [C.indices[p]] * 2
+            vals += [0.25 * C.data[p], 0.75 * C.data[p]]
+    indptr = np.searchsorted(np.asarray(rows), np.arange(C.shape[0] + 1))
+    M = sp.csr_matrix((np.asarray(vals), np.asarray(cols), indptr), shape=C.shape)
+    assert not M.has_canonical_format
+    before = (M.indices.copy(), M.data.copy())
+    ref = make().fit(C, y).decision_function(C)
+    got = make().fit(M, y)
+    np.testing.assert_allclose(got.decision_function(M), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(M.indices, before[0])
+    np.testing.assert_array_equal(M.data, before[1])
