@@ -503,3 +503,54 @@ def test_budgetsvc_sparse_and_dense_inputs_give_the_same_model(rng):
     b = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(a.support_vectors_, b.support_vectors_)
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+
+
+def test_csr_input_is_read_through_its_nonzeros(rng):
+    """The CPU op takes CSR X as it is: the same model as from dense X (new SVs copied from the nonzeros),
+    also with the row-wise reference margins (which densify)."""
+    X = (rng.random((600, 30)) < 0.15) * rng.random((600, 30)) * 2.0
+    y = np.where(X[:, :3].sum(1) > X[:, 3:6].sum(1), 1.0, -1.0)
+    order = np.random.RandomState(1).permutation(len(y)).astype(np.int64)
+    kw = dict(t0=0, lam=1.0 / (len(y) * 8.0), gamma=0.7, budget=25, n_merge=3, merge="cascade")
+    for margin in ("columns", "rows"):
+        sv_d, a_d, n_d, st_d = CPU.bsgd_train(X, y, order, margin=margin, **kw)
+        sv_s, a_s, n_s, st_s = CPU.bsgd_train(sp.csr_matrix(X), y, order, margin=margin, **kw)
+        assert st_d["merges"] >= 10 and n_d == n_s
+        np.testing.assert_array_equal(sv_s[:n_s], sv_d[:n_d])
+        np.testing.assert_array_equal(a_s[:n_s], a_d[:n_d])
+
+
+def test_high_dimensional_sparse_input_is_not_densified():
+    """A wide sparse problem (dense copy: 400 x 200,000 doubles = 640 MB) trains within the memory of its
+    support vectors (budget + 1 dense rows, twice), with gamma="scale" taken from the nonzeros."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    n, d, nnz = 400, 200_000, 8
+    rows = np.repeat(np.arange(n), nnz)
+    cols = rng.integers(0, 50, size=n * nnz)  # the informative columns
+    cols[::2] = rng.integers(50, d, size=cols[::2].size)
+    X = sp.csr_matrix((rng.random(n * nnz) + 0.5, (rows, cols)), shape=(n, d))
+    y = np.where(np.asarray(X[:, :25].sum(1)).ravel() > np.asarray(X[:, 25:50].sum(1)).ravel(), 1, 0)
+    tracemalloc.start()
+    try:
+        m = BudgetSVC(C=8.0, budget=10, random_state=0, device="cpu").fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 150 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    assert m.support_vectors_.shape == (m.n_support_.sum(), d)
+    dense = X[:50].toarray()
+    np.testing.assert_allclose(m.decision_function(X[:50]), m.decision_function(dense), rtol=1e-10, atol=1e-12)
+
+
+def test_gamma_scale_from_csr_equals_gamma_scale_from_dense(rng):
+    X = rng.normal(size=(300, 15))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(C=4.0, budget=30, n_merge=3, random_state=0, device="cpu")
+    a = BudgetSVC(**kw).fit(X, y)
+    b = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
+    assert a._gamma == pytest.approx(1.0 / (X.shape[1] * X.var()), rel=1e-12)
+    assert b._gamma == pytest.approx(a._gamma, rel=1e-12)
+    np.testing.assert_allclose(b.decision_function(X), a.decision_function(X), rtol=1e-8, atol=1e-10)

@@ -292,8 +292,9 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
 
     ``use_cols``: compute the margins from a transposed copy of the SVs, their squared norms and the
     nonzeros of X given in CSR form (xptr, xidx, xval) with squared row norms xsq (see
-    :func:`_margin_columns`); else row by row from coordinate differences. Only the rounding of f
-    differs between the two.
+    :func:`_margin_columns`), and copy new SVs from those nonzeros (X itself is then not read: only
+    its number of columns); else row by row from coordinate differences of dense X. Only the rounding
+    of f differs between the two.
     """
     d = X.shape[1]
     cap = budget + 1
@@ -337,8 +338,14 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
             alpha[j] *= scale
         if y[i] * f < 1.0:
             viol += 1
-            for k in range(d):
-                sv[n_sv, k] = X[i, k]
+            if use_cols:  # from the nonzeros (X may be a (0, d) placeholder for sparse input)
+                for k in range(d):
+                    sv[n_sv, k] = 0.0
+                for p in range(xptr[i], xptr[i + 1]):
+                    sv[n_sv, xidx[p]] = xval[p]
+            else:
+                for k in range(d):
+                    sv[n_sv, k] = X[i, k]
             alpha[n_sv] = y[i] / (lam * t)
             if use_cols:
                 _set_column(svT, svsq, sv, n_sv)
@@ -398,10 +405,13 @@ def bsgd_columns_cpu(be, X, X_sparse=None):
     loop's column margins read (``bsgd_train(..., columns=...)``). Built once per fit instead of once per
     epoch and class; from ``X_sparse`` (the same data as a SciPy sparse matrix) in O(nnz) when given, else
     by a pass over dense X. Both give the same arrays to the bit (nonzeros in column order, explicit
-    zeros left out, norms summed in that order)."""
+    zeros left out, norms summed in that order). ``X`` may itself be the SciPy sparse matrix."""
+    import scipy.sparse as sp
+
+    if X_sparse is None and sp.issparse(X):
+        X_sparse = X
     if X_sparse is None:
         return _csr_of_dense(np.ascontiguousarray(X, dtype=np.float64))
-    import scipy.sparse as sp
 
     A = sp.csr_matrix(X_sparse, dtype=np.float64, copy=True)
     A.sum_duplicates()
@@ -421,14 +431,14 @@ def _columns(X, margin, columns):
     """CSR view of the nonzeros of dense X and squared row norms, or None for the row-wise margins."""
     if margin not in ("auto", "rows", "columns"):
         raise ValueError(f"margin must be 'auto', 'rows' or 'columns'; got {margin!r}")
-    if margin == "rows" or X.size == 0:
+    if margin == "rows" or (X.size == 0 and columns is None):
         return None
     return _csr_of_dense(X) if columns is None else columns
 
 
 def _prep(be, X, y, order, budget, sv, alpha):
     xp = be.xp
-    X = xp.ascontiguousarray(X, dtype=xp.float64)
+    X = X if be.issparse(X) else xp.ascontiguousarray(X, dtype=xp.float64)
     y = xp.ascontiguousarray(y, dtype=xp.float64)
     order = xp.ascontiguousarray(order, dtype=xp.int64)
     d = X.shape[1]
@@ -445,7 +455,9 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), dense
+    X : {ndarray, CSR matrix} of shape (n_samples, n_features)
+        CSR input is read through its nonzeros only (``columns``), never densified, unless
+        ``margin="rows"``: the support vectors are the only dense rows (``budget + 1`` of them).
     y : ndarray of shape (n_samples,), values in {-1, +1}
     order : ndarray of shape (n_steps,), int
         Sample index of each step.
@@ -479,6 +491,13 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     """
     X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
     stats = np.zeros(5)
+    if be.issparse(X):
+        if margin == "rows":  # the row-wise reference reads dense rows
+            X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+        else:  # the loop reads only the nonzeros: no dense copy of X (n x d) is made
+            cols = columns if columns is not None else bsgd_columns_cpu(be, None, X)
+            X = np.empty((0, X.shape[1]))
+            columns = cols
     cols = _columns(X, margin, columns)
     if cols is None:
         e_i, e_f = np.zeros(1, dtype=np.int64), np.zeros(1)
