@@ -505,9 +505,10 @@ def test_budgetsvc_sparse_and_dense_inputs_give_the_same_model(rng):
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
 
 
-def test_csr_input_is_read_through_its_nonzeros(rng):
+def test_csr_input_is_read_through_its_nonzeros():
     """The CPU op takes CSR X as it is: the same model as from dense X (new SVs copied from the nonzeros),
     also with the row-wise reference margins (which densify)."""
+    rng = np.random.default_rng(21)  # (not the session's generator: later tests' data stay as they were)
     X = (rng.random((600, 30)) < 0.15) * rng.random((600, 30)) * 2.0
     y = np.where(X[:, :3].sum(1) > X[:, 3:6].sum(1), 1.0, -1.0)
     order = np.random.RandomState(1).permutation(len(y)).astype(np.int64)
@@ -544,7 +545,8 @@ def test_high_dimensional_sparse_input_is_not_densified():
     np.testing.assert_allclose(m.decision_function(X[:50]), m.decision_function(dense), rtol=1e-10, atol=1e-12)
 
 
-def test_gamma_scale_from_csr_equals_gamma_scale_from_dense(rng):
+def test_gamma_scale_from_csr_equals_gamma_scale_from_dense():
+    rng = np.random.default_rng(22)
     X = rng.normal(size=(300, 15))
     X[rng.random(X.shape) < 0.6] = 0.0
     y = (X[:, 0] > 0).astype(int)
