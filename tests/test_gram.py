@@ -223,3 +223,36 @@ def test_cpu_poly_degrees(degree):
     spec = GramSpec("poly", gamma=0.2, coef0=0.7, degree=degree)
     K = get_backend("cpu").gram(X, Y, spec)
     np.testing.assert_allclose(K, _reference(X, Y, spec), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["linear", "rbf"])
+def test_gram_of_wide_sparse_data_stays_sparse(backend, kind):
+    """Both sides CSR and wide (d far above the rows and WIDE_MIN_FEATURES): a sparse @ sparse product
+    (right values), not a dense copy of each 1,000,000-wide row (which took 1 GB in SVC's prediction)."""
+    import tracemalloc
+
+    from gpusvm._backend.ops.gram import WIDE_MIN_FEATURES, densify_pays
+
+    rng = np.random.default_rng(11)
+    nx, ny, d, nnz = 60, 90, 1_000_000, 6
+    assert not densify_pays(d, nx) and densify_pays(WIDE_MIN_FEATURES, 10) and densify_pays(5000, 6000)
+
+    def wide(n):
+        cols = rng.integers(0, 40, size=(n, nnz))
+        cols[:, ::2] = rng.integers(0, d, size=(n, nnz // 2))
+        return sp.csr_matrix((rng.normal(size=n * nnz), (np.repeat(np.arange(n), nnz), cols.ravel())), shape=(n, d))
+
+    X, Y = wide(nx), wide(ny)
+    spec = GramSpec(kind, gamma=0.3)
+    used = np.union1d(X.indices, Y.indices)  # the reference on the columns that hold values
+    ref = _reference(X[:, used].toarray(), Y[:, used].toarray(), spec)
+    Xb, Yb = backend.asarray(X), backend.asarray(Y)
+    tracemalloc.start()
+    try:
+        K = backend.to_host(backend.gram(Xb, Yb, spec, dtype=np.float64))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12)
+    if not backend.is_gpu:  # (device memory is not traced)
+        assert peak < 20 * 2**20, f"peak {peak / 2**20:.0f} MB"

@@ -600,3 +600,33 @@ def test_gpu_fit_matches_cpu(gpu_backend, solver):
     assert np.mean(np.sign(d_np) == np.sign(cpu.decision_function(X))) >= 0.99
     gpu.to_device("cpu")
     np.testing.assert_allclose(gpu.decision_function(X), d_np, atol=1e-8)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: SVC(gamma=0.2, device="cpu"), id="smo"),
+    pytest.param(lambda: SVC(gamma=0.2, solver="alfpgm", device="cpu"), id="alfpgm"),
+    pytest.param(lambda: SVC(gamma=0.2, decomposition="batched", device="cpu"), id="batched"),
+])
+def test_wide_sparse_data_fit_and_predict_without_dense_rows(make):
+    """Text-like data (1,000,000 features, 10 nonzeros per row): training and prediction keep the rows
+    sparse (a dense 1,000,000-wide row is 8 MB) and agree with the fit on the used columns alone."""
+    import tracemalloc
+
+    rng = np.random.default_rng(2)
+    n, d, nnz = 400, 1_000_000, 10
+    cols = rng.integers(0, 60, size=(n, nnz))
+    cols[:, ::2] = rng.integers(60, d, size=(n, nnz // 2))
+    X = sp.csr_matrix((rng.random(n * nnz) + 0.5, (np.repeat(np.arange(n), nnz), cols.ravel())), shape=(n, d))
+    X.sum_duplicates()
+    y = np.where(np.asarray(X[:, :30].sum(1)).ravel() > np.asarray(X[:, 30:60].sum(1)).ravel(), 1, 0)
+    used = np.unique(X.indices)
+    tracemalloc.start()
+    try:
+        wide = make().fit(X, y)
+        dec = wide.decision_function(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    narrow = make().fit(X[:, used], y)
+    np.testing.assert_allclose(dec, narrow.decision_function(X[:, used]), rtol=1e-6, atol=1e-6)
+    assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MB"
