@@ -167,7 +167,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         be = get_backend(self.device, X)
         X = check_X(X, be, dtype=np.float64, owner=name)
-        if be.issparse(X) and be.name != "cpu":
+        if be.issparse(X) and be.is_gpu:
             X = X.toarray()  # the GPU loop reads dense rows; the CPU loop only the nonzeros of CSR X
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
