@@ -423,10 +423,12 @@ class SVC(ClassifierMixin, BaseEstimator):
         pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
         prob_a, prob_b = [], []
         tasks = []
+        y_keep = y_idx[keep]
+        by_class = [keep[y_keep == c] for c in range(n_classes)]  # once, not once per pair (O(n) each)
         for a, b in pairs:
             # LIBSVM's order: the samples of class a, then those of class b
-            idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
-            if not (np.any(y_idx[idx] == a) and np.any(y_idx[idx] == b)):
+            idx = np.concatenate([by_class[a], by_class[b]])
+            if by_class[a].shape[0] == 0 or by_class[b].shape[0] == 0:
                 raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
