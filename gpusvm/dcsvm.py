@@ -378,6 +378,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                                  "do not both have samples with positive weight.")
             yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
+            k_low = int(self.n_clusters_per_level) ** int(self.n_levels)
+            if n_classes > 2 and rows.shape[0] < k_low:  # (two classes: the solver's message says it)
+                raise ValueError(
+                    f"DCSVC with n_levels={self.n_levels} and n_clusters_per_level={self.n_clusters_per_level} "
+                    f"needs {k_low} clusters at its lowest level, but the class pair {classes[a].tolist()!r} / "
+                    f"{classes[b].tolist()!r} has only {rows.shape[0]} training samples (one-vs-one: each pair of "
+                    "classes is divided on its own); lower n_levels or n_clusters_per_level.")
             res = dcsvm_solve(
                 be, be.select_rows(X, rows), be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,

@@ -185,6 +185,11 @@ def test_bad_input_messages():
     y = np.where(X[:, 0] > 0, 1, -1)
     with pytest.raises(ValueError, match="needs 64 clusters at its lowest level, more than the 50 training"):
         DCSVC(n_levels=3, n_clusters_per_level=4, device="cpu").fit(X, y)
+    # several classes: the pair that is too small is named (200 rows in all, 20 to 30 per pair)
+    X3 = rng.normal(size=(200, 3))
+    y3 = np.repeat(np.arange(10), 20)
+    with pytest.raises(ValueError, match="needs 64 clusters at its lowest level, but the class pair 0 / 1 has only 40"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, device="cpu").fit(X3, y3)
     with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16\)\. Got 10"):
         DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
     with pytest.raises(ValueError, match="'n_clusters_per_level' parameter of DCSVC must be an int in the range"):
