@@ -55,6 +55,18 @@ class GramSpec:
         return self.kind == "rbf"
 
 
+def feature_variance(be, X) -> float:
+    """``X.var()`` over all entries of ``X`` (dense, or CSR on ``be`` without densifying it: the mean of
+    the squares minus the squared mean), what ``gamma="scale"`` divides by."""
+    n, d = int(X.shape[0]), int(X.shape[1])
+    if be.issparse(X):
+        mean = float(X.sum()) / (n * d)
+        sq = X.copy()
+        sq.data = sq.data * sq.data
+        return float(sq.sum()) / (n * d) - mean * mean
+    return float(X.var())
+
+
 def resolve_gamma(gamma, X_var: float, n_features: int) -> float:
     """Resolve ``gamma`` as scikit-learn does: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features."""
     if isinstance(gamma, str):

@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
 from ._backend.base import device_memory_guard
-from ._gram import GramSpec, resolve_gamma
+from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._solvers.bsgd import bsgd
 from ._validation import check_options, check_class_labels, check_scalar, check_X, to_input_library, to_numpy
 from .svc import _blocked_decision
@@ -175,9 +175,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only {classes.tolist()}.")
         if isinstance(self.gamma, str):
-            mean = float(X.sum()) / (n * d)
-            var = float(X.multiply(X).sum() if be.issparse(X) else (X * X).sum()) / (n * d) - mean * mean
-            gamma = resolve_gamma(self.gamma, var, d)
+            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
             gamma = float(self.gamma)
         GramSpec("rbf", gamma)  # validates the resolved gamma

@@ -14,7 +14,7 @@ from ._backend.base import device_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
-from ._gram import GramSpec, resolve_gamma
+from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
 from .svc import _blocked_decision
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
@@ -351,14 +351,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Cvec_all = float(self.C) * sw
         keep = np.flatnonzero(Cvec_all > 0)
         if isinstance(self.gamma, str):
-            if be.issparse(X):
-                mean = float(X.sum()) / (n * d)
-                sq = X.copy()
-                sq.data = sq.data * sq.data
-                var = float(sq.sum()) / (n * d) - mean * mean
-            else:
-                var = float(X.var())
-            gamma = resolve_gamma(self.gamma, var, d)
+            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
             gamma = float(self.gamma)
         self._gamma = gamma

@@ -17,7 +17,7 @@ from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
-from ._gram import GramSpec, resolve_gamma
+from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
@@ -83,9 +83,6 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
     n = int(X.shape[0])
     n_sv = int(SV.shape[0])
     dec = xp.empty((n, int(b.shape[0])), dtype=xp.float64)
-    if n_sv == 0:
-        dec[...] = b[None, :]
-        return dec
     if block_bytes is None:
         block_bytes = DECISION_BLOCK_BYTES["gpu" if be.is_gpu else "cpu"]
     if merge_rows is None:
@@ -97,9 +94,9 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
             keep = be.asarray(keep)
             SV, sv_sqnorm, coef = be.take_rows(SV, keep), sv_sqnorm[keep], be.asarray(coef)
             n_sv = int(keep.shape[0])
-            if n_sv == 0:
-                dec[...] = b[None, :]
-                return dec
+    if n_sv == 0:  # no support vectors, or merged copies whose coefficients cancel
+        dec[...] = b[None, :]
+        return dec
     SV = densify_for_gram(be, SV)  # once, instead of in every block's gram call
     step = max(1, int(block_bytes) // (8 * n_sv))
     starts = range(0, n, step)
@@ -400,14 +397,7 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         # gamma as sklearn: from all of X, before zero-weight samples are dropped
         if isinstance(self.gamma, str):
-            if be.issparse(X):
-                mean = float(X.sum()) / (n * d)
-                sq = X.copy()
-                sq.data = sq.data * sq.data
-                var = float(sq.sum()) / (n * d) - mean * mean
-            else:
-                var = float(X.var())
-            gamma = resolve_gamma(self.gamma, var, d)
+            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
             gamma = float(self.gamma)
         self._gamma = gamma

@@ -495,9 +495,9 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         if margin == "rows":  # the row-wise reference reads dense rows
             X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
         else:  # the loop reads only the nonzeros: no dense copy of X (n x d) is made
-            cols = columns if columns is not None else bsgd_columns_cpu(be, None, X)
+            if columns is None:
+                columns = bsgd_columns_cpu(be, X)
             X = np.empty((0, X.shape[1]))
-            columns = cols
     cols = _columns(X, margin, columns)
     if cols is None:
         e_i, e_f = np.zeros(1, dtype=np.int64), np.zeros(1)
