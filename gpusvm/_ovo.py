@@ -12,6 +12,23 @@ import numpy as np
 from ._validation import to_input_library, to_numpy
 
 
+def ovo_pair_rows(keep, y_idx, classes):
+    """The binary problems of one-vs-one training: ``[(a, b, idx, yb), ...]`` for the class pairs a < b in
+    LIBSVM's order, ``idx`` the rows (of ``keep``, the samples with positive weight) of class a then of
+    class b, ``yb`` their labels (+1 for class a, as LIBSVM). Raises when a pair lacks one of its classes."""
+    y_keep = y_idx[keep]
+    by_class = [keep[y_keep == c] for c in range(len(classes))]  # once, not once per pair (O(n) each)
+    out = []
+    for a in range(len(classes)):
+        for b in range(a + 1, len(classes)):
+            if by_class[a].shape[0] == 0 or by_class[b].shape[0] == 0:
+                raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
+                                 "do not both have samples with positive weight.")
+            idx = np.concatenate([by_class[a], by_class[b]])
+            out.append((a, b, idx, np.where(y_idx[idx] == a, 1.0, -1.0)))
+    return out
+
+
 def ovo_decision_function(dec, n_classes, shape, lib):
     """scikit-learn's decision_function from the pair values: (n,) for two classes (> 0 means
     ``classes_[1]``), else (n, n_classes) for ``shape="ovr"`` or the pair values for "ovo"; returned in

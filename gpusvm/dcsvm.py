@@ -15,7 +15,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_predict
+from ._ovo import ovo_decision_function, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_numpy)
@@ -364,12 +364,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         worker_device = "cpu" if not be.is_gpu else "auto"
         levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
         converged = True
-        for a, b in pairs:
-            idx = np.concatenate([keep[y_idx[keep] == a], keep[y_idx[keep] == b]])
-            if not (np.any(y_idx[idx] == a) and np.any(y_idx[idx] == b)):
-                raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
-                                 "do not both have samples with positive weight.")
-            yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
+        for a, b, idx, yb in ovo_pair_rows(keep, y_idx, classes):
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
             k_low = int(self.n_clusters_per_level) ** int(self.n_levels)
             if n_classes > 2 and rows.shape[0] < k_low:  # (two classes: the solver's message says it)

@@ -18,7 +18,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_predict
+from ._ovo import ovo_decision_function, ovo_pair_rows, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_input_library, to_numpy)
@@ -412,17 +412,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
         prob_a, prob_b = [], []
-        tasks = []
-        y_keep = y_idx[keep]
-        by_class = [keep[y_keep == c] for c in range(n_classes)]  # once, not once per pair (O(n) each)
-        for a, b in pairs:
-            # LIBSVM's order: the samples of class a, then those of class b
-            idx = np.concatenate([by_class[a], by_class[b]])
-            if by_class[a].shape[0] == 0 or by_class[b].shape[0] == 0:
-                raise ValueError(f"After dropping zero-weight samples, classes {classes[a]!r} and {classes[b]!r} "
-                                 "do not both have samples with positive weight.")
-            yb = np.where(y_idx[idx] == a, 1.0, -1.0)  # LIBSVM: the first class of the pair is +1
-            tasks.append((idx, yb, None if group is None else group[idx]))
+        tasks = [(idx, yb, None if group is None else group[idx])
+                 for _, _, idx, yb in ovo_pair_rows(keep, y_idx, classes)]
         if self.probability:  # the folds of every pair, drawn in pair order (as one pair after the other)
             from sklearn.utils import check_random_state
 
