@@ -118,7 +118,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         defaults, process CPU seconds, two runs each (cold exact SVC in the same runs): ijcnn1 4.85 /
         4.28 with 500 against 3.29 / 3.05 with 1000 (cold 3.66 / 3.60); a9a (with ``max_sv_share``)
         7.52 / 7.95 against 6.15 / 6.78 (cold 7.25 / 7.69). Such a level is recorded in ``levels_``
-        with ``skipped=True`` and has no early model; 0 solves every level.
+        with ``skipped=True`` and has no early model; 0 solves every level. A skipped level does not
+        need ``k**l`` points either: with the defaults, a class pair of fewer than 4,000 points is
+        solved by the exact solver alone (every level is skipped), so ``DCSVC()`` fits small data
+        sets (iris, digits) instead of asking for fewer levels.
     max_cluster_share : float, default=0.5
         In (0, 1]. When solving to the top (``early_stop_level=None``), a level whose largest cluster
         holds more than this share of the training points (and that has more than two clusters) is
@@ -334,7 +337,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from ._solvers.dcsvm import dcsvm_solve
+        from ._solvers.dcsvm import dcsvm_solve, lowest_clustered_level
 
         self._validate_params()
         if y is None:
@@ -366,11 +369,14 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         converged = True
         for a, b, idx, yb in ovo_pair_rows(keep, y_idx, classes):
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
-            k_low = int(self.n_clusters_per_level) ** int(self.n_levels)
-            if n_classes > 2 and rows.shape[0] < k_low:  # (two classes: the solver's message says it)
+            low = lowest_clustered_level(rows.shape[0], int(self.n_levels), int(self.n_clusters_per_level),
+                                         0 if self.early_stop_level is None else int(self.early_stop_level),
+                                         int(self.min_cluster_size))
+            k_low = int(self.n_clusters_per_level) ** low
+            if n_classes > 2 and low and rows.shape[0] < k_low:  # (two classes: the solver's message says it)
                 raise ValueError(
                     f"DCSVC with n_levels={self.n_levels} and n_clusters_per_level={self.n_clusters_per_level} "
-                    f"needs {k_low} clusters at its lowest level, but the class pair {classes[a].tolist()!r} / "
+                    f"needs {k_low} clusters at level {low}, but the class pair {classes[a].tolist()!r} / "
                     f"{classes[b].tolist()!r} has only {rows.shape[0]} training samples (one-vs-one: each pair of "
                     "classes is divided on its own); lower n_levels or n_clusters_per_level.")
             res = dcsvm_solve(

@@ -183,13 +183,17 @@ def test_bad_input_messages():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))
     y = np.where(X[:, 0] > 0, 1, -1)
-    with pytest.raises(ValueError, match="needs 64 clusters at its lowest level, more than the 50 training"):
-        DCSVC(n_levels=3, n_clusters_per_level=4, device="cpu").fit(X, y)
+    # (min_cluster_size=0 clusters every level; the default skips levels that small, test below)
+    with pytest.raises(ValueError, match="needs 64 clusters at level 3, more than the 50 training"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X, y)
+    # the early-stop level is always clustered
+    with pytest.raises(ValueError, match="needs 16 clusters at level 2, more than the 10 training"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, early_stop_level=2, device="cpu").fit(X[:10], y[:10])
     # several classes: the pair that is too small is named (200 rows in all, 20 to 30 per pair)
     X3 = rng.normal(size=(200, 3))
     y3 = np.repeat(np.arange(10), 20)
-    with pytest.raises(ValueError, match="needs 64 clusters at its lowest level, but the class pair 0 / 1 has only 40"):
-        DCSVC(n_levels=3, n_clusters_per_level=4, device="cpu").fit(X3, y3)
+    with pytest.raises(ValueError, match="needs 64 clusters at level 3, but the class pair 0 / 1 has only 40"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X3, y3)
     with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16\)\. Got 10"):
         DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
     with pytest.raises(ValueError, match="'n_clusters_per_level' parameter of DCSVC must be an int in the range"):
@@ -525,6 +529,23 @@ def test_levels_of_small_clusters_are_skipped_on_the_way_to_the_top(ijcnn1_small
     # stopping early at a small level solves it (and the levels below it)
     early = DCSVC(C=32, gamma=2.0, n_levels=3, early_stop_level=3, device="cpu", random_state=0).fit(X, y)
     assert [lv["level"] for lv in early.levels_] == [3] and not early.levels_[0].get("skipped")
+
+
+def test_defaults_fit_small_data_by_skipping_every_level():
+    """DCSVC() with its defaults (k=4, L=4, min_cluster_size=1000) on data sets far smaller than the 256
+    clusters of its lowest level: every level is skipped as too small, nothing is clustered, and the
+    model is the exact solution (it raised 'needs 256 clusters' before; 500 rows worked)."""
+    from sklearn.datasets import load_digits, load_iris
+
+    for X, y in (load_iris(return_X_y=True), load_digits(return_X_y=True)):
+        est = DCSVC(device="cpu", random_state=0).fit(X, y)
+        ref = SkSVC(gamma="scale").fit(X, y)
+        assert all(lv.get("skip_reason") == "small" for lv in est.levels_ if lv["level"] not in (0, "refine"))
+        assert (est.predict(X) == ref.predict(X)).mean() >= 0.995
+        np.testing.assert_allclose(sklearn_svc_objective(est), sklearn_svc_objective(ref), rtol=1e-3)
+    X = np.random.default_rng(3).normal(size=(60, 4))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
+    assert DCSVC(device="cpu").fit(X, y).score(X, y) > 0.9
 
 
 def test_early_stop_skips_small_levels_below_it_and_matches_the_run_to_the_top(ijcnn1_small):

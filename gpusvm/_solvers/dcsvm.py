@@ -153,7 +153,8 @@ from typing import Any
 from . import get_binary_solver
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
-__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "repair_feasibility", "solve_subproblem_task",
+__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "lowest_clustered_level", "repair_feasibility",
+           "solve_subproblem_task",
            "local_decision"]
 
 
@@ -285,16 +286,30 @@ def local_decision(be, model: LocalModels, X, *, x_sqnorm=None):
     return out, cl
 
 
-def _check_sizes(n, n_levels, k, m):
+def lowest_clustered_level(n, n_levels, k, stop=0, min_cluster_size=0):
+    """The finest level that :func:`dcsvm_solve` will cluster, or 0 when it clusters none.
+
+    A level below the top (or below the early-stop level ``stop``, which is always clustered) whose
+    clusters would average fewer than ``min_cluster_size`` points (``n < min_cluster_size * k**l``) is
+    skipped without clustering, so it does not need ``k**l`` points.
+    """
+    for level in range(int(n_levels), max(int(stop), 1) - 1, -1):
+        if level == stop or n >= min_cluster_size * k ** level:
+            return level
+    return 0
+
+
+def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
     kmax = k ** n_levels
-    if kmax > n:
-        raise ValueError(
-            f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {kmax} clusters at its "
-            f"lowest level, more than the {n} training samples; lower n_levels or n_clusters_per_level.")
     if m < kmax:
         raise ValueError(
             f"The 'sample_size' parameter of DCSVC must be at least the number of clusters of the lowest "
             f"level (n_clusters_per_level ** n_levels = {kmax}). Got {m} instead.")
+    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
+    if low and k ** low > n:
+        raise ValueError(
+            f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {k ** low} clusters at level "
+            f"{low}, more than the {n} training samples; lower n_levels or n_clusters_per_level.")
 
 
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
@@ -477,7 +492,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     k = int(n_clusters_per_level)
     L = int(n_levels)
     m = int(sample_size) if sample_size is not None else max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * k ** L)
-    _check_sizes(n, L, k, m)
+    stop = 0 if early_stop_level is None else int(early_stop_level)
+    _check_sizes(n, L, k, m, stop, min_cluster_size)
     sub_tol = float(tol) if sub_tol is None else max(float(tol), float(sub_tol))
     refine_tol = sub_tol if refine_tol is None else max(float(tol), float(refine_tol))
     options = dict(options or {})
@@ -485,7 +501,6 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     alpha = xp.zeros(n, dtype=xp.float64)
     levels, models = [], {}
     all_converged = True
-    stop = 0 if early_stop_level is None else int(early_stop_level)
     solved_any = False
     for level in range(L, stop - 1 if stop > 0 else 0, -1):
         t0 = time.perf_counter()
