@@ -1,4 +1,5 @@
-"""LinearSVC: the linear SVM trained by dual coordinate descent (LIBLINEAR) or AVSF, on CPU or GPU."""
+"""LinearSVC: the linear SVM trained by dual coordinate descent (LIBLINEAR), AVSF or a primal Newton
+method (squared hinge), on CPU or GPU."""
 
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
+from ._solvers.newton_linear import newton_linear
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_input_library, to_numpy)
 
 __all__ = ["LinearSVC"]
 
+SOLVERS = ("auto",) + METHODS + ("newton",)
+
 
 class LinearSVC(ClassifierMixin, BaseEstimator):
-    """Linear support vector classifier trained in the dual by coordinate descent.
+    """Linear support vector classifier trained by dual coordinate descent or a primal Newton method.
 
     Solves, for each binary problem (one-vs-rest for more than two classes),
 
@@ -43,10 +47,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     tol : float > 0, default=1e-4
         Stop when the spread ``v_max - v_min`` of the dual projected gradient over a sweep of all
         variables is at most ``tol`` (LIBLINEAR's criterion; scikit-learn passes ``tol`` the same way).
-    solver : {"dcd", "avsf"}, default="dcd"
+    solver : {"auto", "dcd", "avsf", "newton"}, default="auto"
         "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
-        variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``. The
-        default is "dcd" because it needed fewer coordinate steps than "avsf" in most cells we measured
+        variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``. "newton":
+        the primal truncated Newton method of LIBLINEAR's primal solvers (squared hinge only;
+        :mod:`gpusvm._solvers.newton_linear`), which scikit-learn's ``LinearSVC`` uses under its default
+        ``dual="auto"`` when ``n_samples >= n_features``. "auto" chooses as scikit-learn does (see
+        ``dual``): "newton" for the squared hinge when ``dual=False``, or ``dual="auto"`` and
+        ``n_samples >= n_features``; "dcd" otherwise. Dual coordinate descent can be very slow on badly
+        scaled data: on digits (pixels 0-16, C=1) both LIBLINEAR's and our dual solver stop at 1,000
+        sweeps with twice the optimal objective, where the Newton method converges in about 20 steps.
+        Among the dual solvers, "dcd" is the one "auto" picks because it needed fewer coordinate steps than "avsf" in most cells we measured
         (benchmarks/results/linear_table_cpu.md), including the large-C case AVSF is meant for: on full
         a9a at C=1000, tol=0.01, DCD converged after 1.40e9 steps and AVSF after 2.17e9
         (benchmarks/results/linear_avsf_diagnosis_cpu.md). There both make the same number of steps
@@ -76,10 +87,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     penalty : {"l2"}, default="l2"
         scikit-learn's parameter; only the L2 regularizer is implemented ("l1" raises).
     dual : "auto" or bool, default="auto"
-        scikit-learn's parameter. The solvers here always work in the dual. With
-        ``loss="squared_hinge"`` the primal is strictly convex, so ``dual=False`` (scikit-learn: a
-        primal Newton method) asks for the same ``w``, and it is accepted. With ``loss="hinge"`` it
-        raises, as in scikit-learn.
+        scikit-learn's parameter, with its meaning: True solves the dual ("dcd" or "avsf"), False the
+        primal ("newton", squared hinge only: with ``loss="hinge"`` it raises, as in scikit-learn), and
+        "auto" the primal when the loss is the squared hinge and ``n_samples >= n_features``, else the
+        dual. A ``solver`` that contradicts it raises.
     multi_class : {"ovr"}, default="ovr"
         scikit-learn's parameter; one-vs-rest only ("crammer_singer" raises).
 
@@ -89,9 +100,13 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Sweeps of the longest binary problem (as scikit-learn's ``n_iter_``).
+        Sweeps (dual solvers) or Newton steps ("newton") of the longest binary problem (as
+        scikit-learn's ``n_iter_``).
     n_updates_ : int
-        Coordinate steps (inner products ``<w, x_i>`` evaluated) over all binary problems.
+        Coordinate steps (inner products ``<w, x_i>`` evaluated) over all binary problems; for
+        "newton", conjugate-gradient steps (Hessian-vector products).
+    solver_ : str
+        The solver that ran ("dcd", "avsf" or "newton"; "auto" resolved).
     objective_ : ndarray of shape (1,) or (n_classes,)
         Primal objective of each binary problem at the solution.
     n_features_in_ : int
@@ -99,7 +114,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         Number of distinct (x, y) pairs (None with ``deduplicate=False``).
     """
 
-    def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="dcd", fit_intercept=True,
+    def __init__(self, *, C=1.0, loss="hinge", tol=1e-4, solver="auto", fit_intercept=True,
                  intercept_scaling=1.0, class_weight=None, max_iter=1000, random_state=None, verbose=0,
                  device="auto", deduplicate="auto", penalty="l2", dual="auto", multi_class="ovr"):
         self.C = C
@@ -123,7 +138,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.C, "C", name, low=0.0, low_open=True)
         check_options(self.loss, "loss", name, LOSSES)
         check_scalar(self.tol, "tol", name, low=0.0, low_open=True)
-        check_options(self.solver, "solver", name, METHODS)
+        check_options(self.solver, "solver", name, SOLVERS)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"The 'fit_intercept' parameter of {name} must be a bool. "
                              f"Got {self.fit_intercept!r} instead.")
@@ -140,6 +155,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if self.loss == "hinge":
                 raise ValueError("The combination of penalty='l2' and loss='hinge' is not supported when "
                                  "dual=False (as scikit-learn: the hinge loss is only solved in the dual).")
+            if self.solver in METHODS:
+                raise ValueError(f"solver={self.solver!r} solves the dual problem, but dual=False asks for the "
+                                 "primal one; use solver='newton' or 'auto', or dual=True.")
+        if self.solver == "newton":
+            if self.loss == "hinge":
+                raise ValueError("solver='newton' solves the primal problem of the squared hinge (the hinge loss "
+                                 "is not differentiable); use loss='squared_hinge', or solver='dcd' or 'avsf'.")
+            if self.dual is True or self.dual is np.True_:
+                raise ValueError("solver='newton' solves the primal problem, but dual=True asks for the dual one; "
+                                 "use solver='dcd', 'avsf' or 'auto', or dual=False or 'auto'.")
         cw = self.class_weight
         if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
             raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "
@@ -188,6 +213,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             first, _, C_host = reduce_rows(group, C_host)
             X = be.take_rows(X, be.asarray(first))
             y_idx = y_idx[first]
+        solver = self._resolve_solver(n, d)
         C = be.asarray(C_host, dtype=be.xp.float64)
         bias = float(self.intercept_scaling) if self.fit_intercept else 0.0
         rs = check_random_state(self.random_state)
@@ -196,11 +222,15 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         coef = np.zeros((len(targets), d))
         intercept = np.zeros(len(targets))
         objective = np.zeros(len(targets))
-        n_iter, n_updates, not_converged = 0, 0, []
+        n_iter, n_updates, not_converged, stalled = 0, 0, [], False
         for k, cls in enumerate(targets):
             yk = be.asarray(np.where(y_idx == cls, 1.0, -1.0))
-            res = dcd_linear(be, X, yk, C, loss=self.loss, method=self.solver, tol=float(self.tol),
-                             max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=self.verbose)
+            if solver == "newton":
+                res = newton_linear(be, X, yk, C, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
+                                    verbose=self.verbose)
+            else:
+                res = dcd_linear(be, X, yk, C, loss=self.loss, method=solver, tol=float(self.tol),
+                                 max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=self.verbose)
             coef[k] = be.to_host(res.w)
             intercept[k] = bias * res.w_bias
             objective[k] = res.objective
@@ -208,10 +238,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             n_updates += res.n_updates
             if not res.converged:
                 not_converged.append(classes[cls])
+                stalled |= bool(res.info.get("line_search_failed"))
         if not_converged:
+            if stalled:
+                what = ("its line search found no decrease (rounding: the data may be badly scaled, e.g. "
+                        "standardize X)")
+            else:
+                what = f"it reached max_iter={self.max_iter} {'Newton steps' if solver == 'newton' else 'sweeps'}"
             warnings.warn(
-                f"{name} ({self.solver}) reached max_iter={self.max_iter} sweeps before the tolerance "
-                f"tol={self.tol} for the problem(s) of class(es) {not_converged}; increase max_iter.",
+                f"{name} ({solver}) stopped before the tolerance tol={self.tol} for the problem(s) of class(es) "
+                f"{not_converged}: {what}; increase max_iter.",
                 ConvergenceWarning,
             )
         self.classes_ = classes
@@ -222,7 +258,19 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.n_updates_ = int(n_updates)
         self.n_features_in_ = d
         self.n_distinct_ = n_groups
+        self.solver_ = solver
         return self
+
+    def _resolve_solver(self, n_samples, n_features):
+        """The solver to run: ``solver`` unless "auto", which follows scikit-learn's choice of the problem
+        (``dual="auto"``: the primal for the squared hinge when ``n_samples >= n_features``)."""
+        if self.solver != "auto":
+            return self.solver
+        if self.loss != "squared_hinge" or self.dual is True or self.dual is np.True_:
+            return "dcd"
+        if self.dual == "auto" and n_samples < n_features:
+            return "dcd"
+        return "newton"
 
     def decision_function(self, X):
         """Signed distances to the hyperplane(s).

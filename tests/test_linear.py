@@ -245,7 +245,11 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"C": -1}, r"The 'C' parameter of LinearSVC must be a float in the range \(0.0, inf\). Got -1 instead."),
         ({"tol": 0}, r"'tol' parameter of LinearSVC"),
         ({"loss": "log"}, r"The 'loss' parameter of LinearSVC must be one of"),
-        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['avsf', 'dcd'\]"),
+        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['auto', 'avsf', 'dcd', 'newton'\]"),
+        ({"solver": "newton", "loss": "hinge"}, "solver='newton' solves the primal problem of the squared hinge"),
+        ({"solver": "newton", "loss": "squared_hinge", "dual": True}, "but dual=True asks for the dual one"),
+        ({"solver": "dcd", "loss": "squared_hinge", "dual": False}, "but dual=False asks for the primal one"),
+        ({"solver": "avsf", "loss": "squared_hinge", "dual": False}, "but dual=False asks for the primal one"),
         ({"max_iter": 0}, r"The 'max_iter' parameter of LinearSVC must be an int"),
         ({"intercept_scaling": 0.0}, r"'intercept_scaling' parameter"),
         ({"class_weight": "auto"}, r"'class_weight' parameter of LinearSVC"),
@@ -264,18 +268,28 @@ def test_parameter_validation(params, match):
 
 
 def test_sklearn_drop_in_parameters():
-    """penalty="l2", multi_class="ovr" and dual in {"auto", True} are the default problem; dual=False with
-    the squared hinge asks for the same (unique) w, which scikit-learn finds with its primal solver."""
+    """penalty="l2" and multi_class="ovr" are the default problem. ``dual`` chooses the problem as in
+    scikit-learn: True the dual (dcd), False the primal (newton), "auto" the primal for the squared hinge
+    when n_samples >= n_features. With the squared hinge all of them give the same (unique) w."""
     from sklearn.datasets import load_iris
 
     X, y = load_iris(return_X_y=True)
     kw = dict(C=0.5, loss="squared_hinge", tol=1e-7, max_iter=100_000, random_state=0)
     base = LinearSVC(**kw).fit(X, y)
-    for extra in ({"penalty": "l2", "multi_class": "ovr"}, {"dual": True}, {"dual": False}, {"dual": np.False_}):
-        m = LinearSVC(**kw, **extra).fit(X, y)
-        np.testing.assert_array_equal(m.coef_, base.coef_)
+    assert base.solver_ == "newton"  # 150 samples >= 4 features
+    m = LinearSVC(**kw, penalty="l2", multi_class="ovr").fit(X, y)
+    np.testing.assert_array_equal(m.coef_, base.coef_)
     sk = SkLinearSVC(C=0.5, loss="squared_hinge", dual=False, tol=1e-10, max_iter=100_000).fit(X, y)
-    np.testing.assert_allclose(base.coef_, sk.coef_, rtol=1e-3, atol=1e-4)
+    for dual, solver in ((True, "dcd"), (False, "newton"), (np.False_, "newton"), ("auto", "newton")):
+        m = LinearSVC(**kw, dual=dual).fit(X, y)
+        assert m.solver_ == solver
+        np.testing.assert_allclose(m.coef_, sk.coef_, rtol=1e-3, atol=1e-4)
+    # fewer samples than features: "auto" takes the dual, as scikit-learn
+    Xw = np.random.default_rng(5).normal(size=(20, 40))
+    yw = np.repeat([0, 1], 10)
+    assert LinearSVC(**kw).fit(Xw, yw).solver_ == "dcd"
+    assert LinearSVC(**kw, dual=False).fit(Xw, yw).solver_ == "newton"
+    assert LinearSVC(C=0.5).fit(X, y).solver_ == "dcd"  # the hinge loss is solved in the dual only
 
 
 def test_input_errors_and_predict_shapes():
@@ -288,7 +302,8 @@ def test_input_errors_and_predict_shapes():
         m.predict(np.ones((2, 3)))
 
 
-def test_sklearn_estimator_checks():
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])  # dual coordinate descent / primal Newton
+def test_sklearn_estimator_checks(loss):
     from sklearn.utils.estimator_checks import check_estimator
 
     with warnings.catch_warnings():
@@ -297,7 +312,7 @@ def test_sklearn_estimator_checks():
         # weighted and repeated samples identical decisions to 1e-7.
         why = "solution accurate to the solver tolerance, not to 1e-7 (as sklearn's LinearSVC)"
         check_estimator(
-            LinearSVC(max_iter=5000, device="cpu"),
+            LinearSVC(loss=loss, max_iter=5000, device="cpu"),
             expected_failed_checks={
                 "check_sample_weight_equivalence_on_dense_data": why,
                 "check_sample_weight_equivalence_on_sparse_data": why,
@@ -328,3 +343,117 @@ def test_gpu_matches_cpu_twin(gpu_backend, solver, sparse):
     # the estimator on CuPy input returns CuPy decisions
     m = LinearSVC(solver=solver, device="gpu", random_state=0).fit(Xg, cp.asarray(y))
     assert isinstance(m.decision_function(Xg), cp.ndarray)
+
+
+# ---- solver="newton": the primal truncated Newton method (squared hinge) --------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _sk_primal_objective(data_dir, name, C):
+    X, y = _subset(data_dir, name)
+    sk = SkLinearSVC(loss="squared_hinge", dual=False, C=C, tol=1e-8, max_iter=10_000).fit(X, y)
+    return primal_objective(CPU, X, y, np.full(X.shape[0], C), sk.coef_[0], float(sk.intercept_[0]), 1.0,
+                            "squared_hinge")
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
+@pytest.mark.parametrize("name", DATASETS)
+def test_newton_primal_objective_matches_liblinear(data_dir, name, C):
+    """The squared-hinge optimum of LIBLINEAR's primal solver (tight tolerance), at every C of the issue;
+    C = 100 needs no -m slow here: the Newton method's work does not grow with C as the dual's does."""
+    X, y = _subset(data_dir, name)
+    ref = _sk_primal_objective(data_dir, name, C)
+    m = LinearSVC(C=C, loss="squared_hinge", solver="newton", tol=1e-6, device="cpu").fit(X, y)
+    ours = primal_objective(CPU, X, y, np.full(X.shape[0], C), m.coef_[0], float(m.intercept_[0]), 1.0,
+                            "squared_hinge")
+    assert ours == pytest.approx(m.objective_[0], rel=1e-12)
+    assert abs(ours - ref) <= 1e-3 * ref, (ours, ref)
+    assert m.n_iter_ < 100
+
+
+def test_newton_solves_badly_scaled_data_where_dual_descent_stalls():
+    """digits (pixels 0-16), class 1 against the rest, C = 1: both LIBLINEAR's dual solver and ours stop at
+    1,000 sweeps with about twice the optimum; the Newton method (the choice of dual="auto", as in
+    scikit-learn) reaches LIBLINEAR's primal optimum, and its recovered dual variables certify it."""
+    from sklearn.datasets import load_digits
+
+    from gpusvm._solvers.newton_linear import newton_linear
+
+    X, y = load_digits(return_X_y=True)
+    yb = np.where(y == 1, 1.0, -1.0)
+    C = np.ones(len(yb))
+    sk = SkLinearSVC(C=1.0, dual=False, tol=1e-8, max_iter=10_000).fit(X, yb)
+    ref = primal_objective(CPU, X, yb, C, sk.coef_[0], float(sk.intercept_[0]), 1.0, "squared_hinge")
+    m = LinearSVC(C=1.0, loss="squared_hinge", tol=1e-6, device="cpu").fit(X, yb)
+    assert m.solver_ == "newton"
+    assert m.objective_[0] == pytest.approx(ref, rel=1e-6)
+    with pytest.warns(ConvergenceWarning, match=r"\(dcd\) stopped .* max_iter=1000 sweeps"):
+        d = LinearSVC(C=1.0, loss="squared_hinge", solver="dcd", random_state=0, device="cpu").fit(X, yb)
+    assert d.objective_[0] > 1.5 * ref
+    r = newton_linear(CPU, X, yb, C, tol=1e-8)
+    assert r.converged
+    # alpha_i = 2 C_i xi_i: w - sum alpha_i y_i x~_i is the gradient, and the dual objective of the
+    # recovered alpha (at its own w) closes the gap
+    w_a = X.T @ (r.alpha * yb)
+    wb_a = float(np.sum(r.alpha * yb))
+    assert np.sqrt(np.sum((r.w - w_a) ** 2) + (r.w_bias - wb_a) ** 2) <= 1e-4 * np.sqrt(np.sum(w_a ** 2) + wb_a ** 2)
+    D = dual_objective(CPU, r.alpha, w_a, wb_a, C, "squared_hinge")
+    assert 0 <= r.objective - D <= 1e-6 * r.objective
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_newton_csr_dense_weights_and_no_intercept(dtype):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 25))
+    X[rng.random(X.shape) < 0.6] = 0.0
+    X = X.astype(dtype)
+    y = np.where(X[:, 0] + X[:, 1] - X[:, 2] + 0.5 * rng.normal(size=400) > 0, 1, 0)
+    sw = rng.uniform(0.0, 2.0, size=400)
+    sw[:30] = 0.0
+    for kw in ({}, {"class_weight": {0: 2.0, 1: 0.5}}, {"fit_intercept": False}, {"intercept_scaling": 3.0}):
+        dense = LinearSVC(C=0.7, loss="squared_hinge", solver="newton", tol=1e-8, device="cpu", **kw).fit(
+            X, y, sample_weight=sw)
+        csr = LinearSVC(C=0.7, loss="squared_hinge", solver="newton", tol=1e-8, device="cpu", **kw).fit(
+            sp.csr_matrix(X), y, sample_weight=sw)
+        sk = SkLinearSVC(C=0.7, loss="squared_hinge", dual=False, tol=1e-10, max_iter=10_000, **kw).fit(
+            X.astype(np.float64), y, sample_weight=sw)
+        tol = 1e-6 if dtype == np.float64 else 1e-4
+        np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(dense.coef_, sk.coef_, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(dense.intercept_, sk.intercept_, rtol=1e-4, atol=1e-5)
+
+
+def test_newton_max_iter_warns_and_multiclass_matches_liblinear():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match=r"\(newton\) stopped .* max_iter=1 Newton steps"):
+        LinearSVC(loss="squared_hinge", solver="newton", max_iter=1, device="cpu").fit(X, y)
+    m = LinearSVC(C=2.0, loss="squared_hinge", tol=1e-8, device="cpu").fit(X, y)
+    sk = SkLinearSVC(C=2.0, loss="squared_hinge", dual=False, tol=1e-10, max_iter=10_000).fit(X, y)
+    assert m.solver_ == "newton" and m.coef_.shape == (3, 4)
+    np.testing.assert_allclose(m.decision_function(X), sk.decision_function(X), atol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sparse", [False, True])
+def test_newton_gpu_matches_cpu(gpu_backend, sparse):
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    from gpusvm._solvers.newton_linear import newton_linear
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(500, 30))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=500) > 0, 1.0, -1.0)
+    C = np.full(500, 2.0)
+    Xc = sp.csr_matrix(X) if sparse else X
+    cpu = newton_linear(CPU, Xc, y, C, tol=1e-8)
+    Xg = csp.csr_matrix(Xc) if sparse else cp.asarray(X)
+    gpu = newton_linear(gpu_backend, Xg, cp.asarray(y), cp.asarray(C), tol=1e-8)
+    assert gpu.converged and cpu.converged
+    assert gpu.objective == pytest.approx(cpu.objective, rel=1e-9)
+    np.testing.assert_allclose(cp.asnumpy(gpu.w), cpu.w, rtol=1e-6, atol=1e-8)
+    m = LinearSVC(loss="squared_hinge", device="gpu").fit(Xg, cp.asarray(y))
+    assert m.solver_ == "newton" and isinstance(m.decision_function(Xg), cp.ndarray)

@@ -192,6 +192,11 @@ class Backend:
     def to_dense(self, X):
         return X.toarray() if self.issparse(X) else X
 
+    def transpose(self, X):
+        """``X.T`` for products ``X.T @ v``: a view of a dense ``X``; for CSR ``X`` the CSR matrix of the
+        transpose (a copy of the nonzeros, so every product is a row-wise sparse product)."""
+        return X.T.tocsr() if self.issparse(X) else X.T
+
     def __repr__(self) -> str:
         return f"<gpusvm {self.name} backend: {self.device_name}>"
 

@@ -236,6 +236,15 @@ class csr_matrix(_sp.csr_matrix):
     def tocsr(self, copy=False):
         return self.copy() if copy else self
 
+    def transpose(self, axes=None, copy=False):
+        # cupyx gives a csc_matrix, which this stand-in does not model: the CSR of the transpose instead
+        # (what gpusvm asks for with ``X.T.tocsr()``)
+        return csr_matrix(self.get().transpose().tocsr())
+
+    def multiply(self, other):
+        res = self.get().multiply(self._host_other(other))
+        return csr_matrix(res.tocsr()) if _sp.issparse(res) else _wrap(np.asarray(res))
+
 
 csr_matrix.__module__ = "cupyx.scipy.sparse"
 
