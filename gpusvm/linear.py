@@ -241,13 +241,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 stalled |= bool(res.info.get("line_search_failed"))
         if not_converged:
             if stalled:
-                what = ("its line search found no decrease (rounding: the data may be badly scaled, e.g. "
-                        "standardize X)")
+                what = ("its line search found no decrease, as happens when rounding limits the accuracy (the "
+                        "model is the best point reached; a looser tol, float64 X or standardized features help)")
             else:
-                what = f"it reached max_iter={self.max_iter} {'Newton steps' if solver == 'newton' else 'sweeps'}"
+                steps = "Newton steps" if solver == "newton" else "sweeps"
+                what = f"it reached max_iter={self.max_iter} {steps}; increase max_iter"
             warnings.warn(
                 f"{name} ({solver}) stopped before the tolerance tol={self.tol} for the problem(s) of class(es) "
-                f"{not_converged}: {what}; increase max_iter.",
+                f"{not_converged}: {what}.",
                 ConvergenceWarning,
             )
         self.classes_ = classes
