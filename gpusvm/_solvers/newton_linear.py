@@ -124,7 +124,7 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
     # squared entries, for the diagonal of H (the preconditioner); a dense X larger than
     # _PRECOND_MAX_BYTES is not copied: conjugate gradient then runs unpreconditioned
     if be.issparse(X):
-        X2T = be.transpose(X.multiply(X))
+        X2T = be.transpose(type(X)((X.data * X.data, X.indices, X.indptr), shape=X.shape))
     elif X.size * X.itemsize <= _PRECOND_MAX_BYTES:
         X2T = (X * X).T
     else:

@@ -241,10 +241,6 @@ class csr_matrix(_sp.csr_matrix):
         # (what gpusvm asks for with ``X.T.tocsr()``)
         return csr_matrix(self.get().transpose().tocsr())
 
-    def multiply(self, other):
-        res = self.get().multiply(self._host_other(other))
-        return csr_matrix(res.tocsr()) if _sp.issparse(res) else _wrap(np.asarray(res))
-
 
 csr_matrix.__module__ = "cupyx.scipy.sparse"
 
