@@ -320,21 +320,28 @@ def test_sklearn_estimator_checks(loss):
         )
 
 
+def _twin_problem(seed, n, sparse):
+    """A half-sparse binary problem as host input (dense or CSR) and the same on the device."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 30))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    Xc = sp.csr_matrix(X) if sparse else X
+    return Xc, y, (csp.csr_matrix(Xc) if sparse else cp.asarray(X))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("solver", ["dcd", "avsf"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_gpu_matches_cpu_twin(gpu_backend, solver, sparse):
     import cupy as cp
-    import cupyx.scipy.sparse as csp
 
-    rng = np.random.default_rng(6)
-    X = rng.normal(size=(400, 30))
-    X[rng.random(X.shape) < 0.5] = 0.0
-    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=400) > 0, 1.0, -1.0)
+    Xc, y, Xg = _twin_problem(6, 400, sparse)
     C = np.full(400, 1.0)
-    Xc = sp.csr_matrix(X) if sparse else X
     cpu = dcd_linear(CPU, Xc, y, C, method=solver, tol=1e-6, max_iter=100_000, seed=9)
-    Xg = csp.csr_matrix(Xc) if sparse else cp.asarray(X)
     gpu = dcd_linear(gpu_backend, Xg, cp.asarray(y), cp.asarray(C), method=solver, tol=1e-6,
                      max_iter=100_000, seed=9)
     assert gpu.converged
@@ -443,18 +450,12 @@ def test_newton_max_iter_warns_and_multiclass_matches_liblinear():
 @pytest.mark.parametrize("sparse", [False, True])
 def test_newton_gpu_matches_cpu(gpu_backend, sparse):
     import cupy as cp
-    import cupyx.scipy.sparse as csp
 
     from gpusvm._solvers.newton_linear import newton_linear
 
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(500, 30))
-    X[rng.random(X.shape) < 0.5] = 0.0
-    y = np.where(X[:, 0] - X[:, 3] + 0.3 * rng.normal(size=500) > 0, 1.0, -1.0)
+    Xc, y, Xg = _twin_problem(7, 500, sparse)
     C = np.full(500, 2.0)
-    Xc = sp.csr_matrix(X) if sparse else X
     cpu = newton_linear(CPU, Xc, y, C, tol=1e-8)
-    Xg = csp.csr_matrix(Xc) if sparse else cp.asarray(X)
     gpu = newton_linear(gpu_backend, Xg, cp.asarray(y), cp.asarray(C), tol=1e-8)
     assert gpu.converged and cpu.converged
     assert gpu.objective == pytest.approx(cpu.objective, rel=1e-9)
