@@ -45,8 +45,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         L1-loss (hinge, the subject of the AVSF paper) or L2-loss SVM. Note scikit-learn's default is
         "squared_hinge".
     tol : float > 0, default=1e-4
-        Stop when the spread ``v_max - v_min`` of the dual projected gradient over a sweep of all
-        variables is at most ``tol`` (LIBLINEAR's criterion; scikit-learn passes ``tol`` the same way).
+        Dual solvers: stop when the spread ``v_max - v_min`` of the dual projected gradient over a sweep
+        of all variables is at most ``tol``. "newton": stop when the gradient norm has fallen to
+        ``tol * max(min(n_pos, n_neg), 1) / n`` of its value at ``w = 0``. Both are LIBLINEAR's criteria,
+        to which scikit-learn passes ``tol`` the same way.
     solver : {"auto", "dcd", "avsf", "newton"}, default="auto"
         "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
         variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``. "newton":
@@ -57,9 +59,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         ``n_samples >= n_features``; "dcd" otherwise. Dual coordinate descent can be very slow on badly
         scaled data: on digits (pixels 0-16, C=1) both LIBLINEAR's and our dual solver stop at 1,000
         sweeps with twice the optimal objective, where the Newton method converges in about 20 steps.
-        Among the dual solvers, "dcd" is the one "auto" picks because it needed fewer coordinate steps than "avsf" in most cells we measured
-        (benchmarks/results/linear_table_cpu.md), including the large-C case AVSF is meant for: on full
-        a9a at C=1000, tol=0.01, DCD converged after 1.40e9 steps and AVSF after 2.17e9
+        Of the dual solvers "auto" picks "dcd", because it needed fewer coordinate steps than "avsf" in
+        most cells we measured (benchmarks/results/linear_table_cpu.md), including the large-C case
+        AVSF is meant for: on full a9a at C=1000, tol=0.01, DCD converged after 1.40e9 steps and AVSF after 2.17e9
         (benchmarks/results/linear_avsf_diagnosis_cpu.md). There both make the same number of steps
         that move a dual variable, but the active set ends at a few hundred of the 32,561 variables:
         shrinking drops the rest, while AVSF's preference floor of 1/20 still spends about 40% of its
