@@ -61,9 +61,7 @@ def feature_variance(be, X) -> float:
     n, d = int(X.shape[0]), int(X.shape[1])
     if be.issparse(X):
         mean = float(X.sum()) / (n * d)
-        sq = X.copy()
-        sq.data = sq.data * sq.data
-        return float(sq.sum()) / (n * d) - mean * mean
+        return float(be.row_sqnorms(X, be.xp.float64).sum()) / (n * d) - mean * mean
     return float(X.var())
 
 

@@ -143,7 +143,8 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
     info = {"line_search_failed": False}
     while True:
         active = (y * z < 1.0) & (C > 0)
-        u = xp.where(active, 2.0 * C * (z - y), 0.0)
+        dc_all = xp.where(active, 2.0 * C, 0.0)  # 2 C_i on the points with a positive loss, else 0
+        u = dc_all * (z - y)
         gx, gb = _rmatvec(be, XT, u, bias)
         g = w + gx
         g_b = wb + gb
@@ -160,14 +161,12 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
             break
         # ---- Newton direction by preconditioned CG on H s = -g ----
         idx = xp.nonzero(active)[0]
-        DC = 2.0 * C[idx]
         if 2 * int(idx.shape[0]) <= n:
-            XI = be.take_rows(X, idx)
+            XI, DC = be.take_rows(X, idx), dc_all[idx]
             XIT = be.transpose(XI)
         else:  # most rows are active: mask instead of gathering
-            XI, XIT, DC = X, XT, xp.where(active, 2.0 * C, 0.0)
+            XI, XIT, DC = X, XT, dc_all
         if X2T is not None:
-            dc_all = xp.where(active, 2.0 * C, 0.0)
             diag_x = be.dot(X2T, dc_all.astype(X2T.dtype, copy=False)).astype(f64, copy=False)
             diag_b = bias * bias * float(xp.sum(dc_all))
             M = (1.0 - _PRECOND_MIX) + _PRECOND_MIX * (1.0 + diag_x)
