@@ -29,6 +29,40 @@ def ovo_pair_rows(keep, y_idx, classes):
     return out
 
 
+def ovo_model_layout(y_idx, n_classes, pairs, pair_coef, pair_idx, pair_b):
+    """LIBSVM's model layout from the solved one-vs-one problems.
+
+    ``pairs[p] = (a, b)`` with the signed coefficients ``pair_coef[p]`` (alpha_i y_i, +1 for class a) of
+    the rows ``pair_idx[p]`` and the bias ``pair_b[p]``. Returns ``(support, n_support, dual_coef,
+    pair_coefs, intercept)``: the support vectors' row indices grouped by class (ascending within a
+    class), their count per class (int32), LIBSVM's ``dual_coef`` of shape (n_classes - 1, n_SV) (an SV of
+    class a keeps its coefficient of pair (a, b) in row b - 1, one of class b in row a), every pair's
+    coefficients over all SVs (n_pairs, n_SV), and the intercepts; with two classes ``dual_coef`` and
+    ``intercept`` take scikit-learn's sign (decision > 0 means ``classes_[1]``).
+    """
+    n = int(y_idx.shape[0])
+    is_sv = np.zeros(n, dtype=bool)
+    for coef, idx in zip(pair_coef, pair_idx):
+        is_sv[idx[coef != 0]] = True
+    support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
+    n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)], dtype=np.int32)
+    pos = -np.ones(n, dtype=np.int64)
+    pos[support] = np.arange(support.shape[0])
+    dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
+    coefs = np.zeros((len(pairs), support.shape[0]))
+    for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_coef, pair_idx)):
+        nz = coef != 0
+        cols = pos[idx[nz]]
+        coefs[p, cols] = coef[nz]
+        ya = y_idx[idx[nz]]
+        dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
+    intercept = np.array(pair_b)
+    if n_classes == 2:
+        dual = -dual
+        intercept = -intercept
+    return support, n_support, dual, coefs, intercept
+
+
 def ovo_decision_function(dec, n_classes, shape, lib):
     """scikit-learn's decision_function from the pair values: (n,) for two classes (> 0 means
     ``classes_[1]``), else (n, n_classes) for ``shape="ovr"`` or the pair values for "ovo"; returned in

@@ -15,7 +15,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_pair_rows, ovo_predict
+from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_numpy)
@@ -337,7 +337,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from ._solvers.dcsvm import dcsvm_solve, lowest_clustered_level
+        from ._solvers.dcsvm import check_cluster_count, dcsvm_solve
 
         self._validate_params()
         if y is None:
@@ -362,23 +362,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         rng, seed = self._rng()
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         n_classes = len(classes)
-        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        problems = ovo_pair_rows(keep, y_idx, classes)
+        pairs = [(a, b) for a, b, _, _ in problems]
         cache_bytes = int(float(self.cache_size) * 2**20)
         worker_device = "cpu" if not be.is_gpu else "auto"
         levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
         converged = True
-        for a, b, idx, yb in ovo_pair_rows(keep, y_idx, classes):
+        for a, b, idx, yb in problems:
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
-            low = lowest_clustered_level(rows.shape[0], int(self.n_levels), int(self.n_clusters_per_level),
-                                         0 if self.early_stop_level is None else int(self.early_stop_level),
-                                         int(self.min_cluster_size))
-            k_low = int(self.n_clusters_per_level) ** low
-            if n_classes > 2 and low and rows.shape[0] < k_low:  # (two classes: the solver's message says it)
-                raise ValueError(
-                    f"DCSVC with n_levels={self.n_levels} and n_clusters_per_level={self.n_clusters_per_level} "
-                    f"needs {k_low} clusters at level {low}, but the class pair {classes[a].tolist()!r} / "
-                    f"{classes[b].tolist()!r} has only {rows.shape[0]} training samples (one-vs-one: each pair of "
-                    "classes is divided on its own); lower n_levels or n_clusters_per_level.")
+            if n_classes > 2:  # name the pair before solving any (two classes: the solver's check says it)
+                check_cluster_count(int(rows.shape[0]), int(self.n_levels), int(self.n_clusters_per_level),
+                                    0 if self.early_stop_level is None else int(self.early_stop_level),
+                                    int(self.min_cluster_size), pair=tuple(classes[[a, b]].tolist()))
             res = dcsvm_solve(
                 be, be.select_rows(X, rows), be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
@@ -403,26 +398,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             models.append(res.models)
 
         # ---- LIBSVM's model layout, as gpusvm.SVC ----
-        is_sv = np.zeros(n, dtype=bool)
-        for coef, idx in zip(pair_coef, pair_idx):
-            is_sv[idx[coef != 0]] = True
-        support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
-        n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)],
-                             dtype=np.int32)
-        pos = -np.ones(n, dtype=np.int64)
-        pos[support] = np.arange(support.shape[0])
-        dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
-        coefs = np.zeros((len(pairs), support.shape[0]))
-        for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_coef, pair_idx)):
-            nz = coef != 0
-            cols = pos[idx[nz]]
-            coefs[p, cols] = coef[nz]
-            ya = y_idx[idx[nz]]
-            dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
-        intercept = np.array(pair_b)
-        if n_classes == 2:  # sklearn's sign convention: decision > 0 means classes_[1]
-            dual = -dual
-            intercept = -intercept
+        support, n_support, dual, coefs, intercept = ovo_model_layout(y_idx, n_classes, pairs, pair_coef,
+                                                                      pair_idx, pair_b)
 
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         self.classes_ = classes

@@ -18,7 +18,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_pair_rows, ovo_predict
+from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
                           to_input_library, to_numpy)
@@ -409,11 +409,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         n_classes = len(classes)
         cache_bytes = int(float(self.cache_size) * 2**20)
         opts = {name: getattr(self, name) for name in solver_opts}
-        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
         pair_alpha, pair_idx, pair_b, n_iter, objective, converged = [], [], [], [], [], []
         prob_a, prob_b = [], []
-        tasks = [(idx, yb, None if group is None else group[idx])
-                 for _, _, idx, yb in ovo_pair_rows(keep, y_idx, classes)]
+        problems = ovo_pair_rows(keep, y_idx, classes)
+        pairs = [(a, b) for a, b, _, _ in problems]
+        tasks = [(idx, yb, None if group is None else group[idx]) for _, _, idx, yb in problems]
         if self.probability:  # the folds of every pair, drawn in pair order (as one pair after the other)
             from sklearn.utils import check_random_state
 
@@ -451,27 +451,8 @@ class SVC(ClassifierMixin, BaseEstimator):
                 prob_b.append(pb)
 
         # ---- LIBSVM's model layout: SVs grouped by class, dual_coef_ (n_classes - 1, n_SV) ----
-        is_sv = np.zeros(n, dtype=bool)
-        for coef, idx in zip(pair_alpha, pair_idx):
-            is_sv[idx[coef != 0]] = True
-        support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
-        n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)],
-                             dtype=np.int32)
-        pos = -np.ones(n, dtype=np.int64)
-        pos[support] = np.arange(support.shape[0])
-        dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
-        coefs = np.zeros((len(pairs), support.shape[0]))  # per-pair coefficient over all SVs
-        for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_alpha, pair_idx)):
-            nz = coef != 0
-            cols = pos[idx[nz]]
-            coefs[p, cols] = coef[nz]
-            ya = y_idx[idx[nz]]
-            # SVs of class a keep the coefficient in row b - 1, SVs of class b in row a
-            dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
-        intercept = np.array(pair_b)
-        if n_classes == 2:  # sklearn's sign convention: decision > 0 means classes_[1]
-            dual = -dual
-            intercept = -intercept
+        support, n_support, dual, coefs, intercept = ovo_model_layout(y_idx, n_classes, pairs, pair_alpha,
+                                                                      pair_idx, pair_b)
 
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         self.classes_ = classes

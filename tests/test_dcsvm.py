@@ -194,6 +194,8 @@ def test_bad_input_messages():
     y3 = np.repeat(np.arange(10), 20)
     with pytest.raises(ValueError, match="needs 64 clusters at level 3, but the class pair 0 / 1 has only 40"):
         DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X3, y3)
+    with pytest.raises(ValueError, match="needs 64 clusters at level 3, but the class pair 'a' / 'b' has only 40"):
+        DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X3, np.array(list("abcdefghij"), dtype=object)[y3])
     with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16\)\. Got 10"):
         DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
     with pytest.raises(ValueError, match="'n_clusters_per_level' parameter of DCSVC must be an int in the range"):

@@ -153,9 +153,8 @@ from typing import Any
 from . import get_binary_solver
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
-__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "lowest_clustered_level", "repair_feasibility",
-           "solve_subproblem_task",
-           "local_decision"]
+__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "lowest_clustered_level",
+           "repair_feasibility", "solve_subproblem_task", "local_decision"]
 
 
 @dataclass
@@ -299,17 +298,29 @@ def lowest_clustered_level(n, n_levels, k, stop=0, min_cluster_size=0):
     return 0
 
 
+def check_cluster_count(n, n_levels, k, stop=0, min_cluster_size=0, *, pair=None):
+    """Raise when the finest level that will be clustered (:func:`lowest_clustered_level`) needs more
+    clusters than the ``n`` points; ``pair`` (two class labels) names the one-vs-one problem in the
+    message."""
+    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
+    if not low or k ** low <= n:
+        return
+    if pair is None:
+        short = f"more than the {n} training samples"
+    else:
+        short = (f"but the class pair {pair[0]!r} / {pair[1]!r} has only {n} training samples (one-vs-one: each "
+                 "pair of classes is divided on its own)")
+    raise ValueError(f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {k ** low} clusters at "
+                     f"level {low}, {short}; lower n_levels or n_clusters_per_level.")
+
+
 def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
     kmax = k ** n_levels
     if m < kmax:
         raise ValueError(
             f"The 'sample_size' parameter of DCSVC must be at least the number of clusters of the lowest "
             f"level (n_clusters_per_level ** n_levels = {kmax}). Got {m} instead.")
-    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
-    if low and k ** low > n:
-        raise ValueError(
-            f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {k ** low} clusters at level "
-            f"{low}, more than the {n} training samples; lower n_levels or n_clusters_per_level.")
+    check_cluster_count(n, n_levels, k, stop, min_cluster_size)
 
 
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
