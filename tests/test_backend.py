@@ -252,3 +252,22 @@ def test_auto_with_cupy_inputs_uses_the_device_holding_them(monkeypatch):
     assert get_backend("auto", sparse_on2) == ("gpu", 2)
     assert get_backend("gpu:3", on1) == ("gpu", 3)  # an explicit device is used as given
     assert asked == [1, 2, 3]
+
+
+def test_cupy_device_id_of_sparse_matrix_whose_device_raises():
+    # cupyx.scipy.sparse matrices (CuPy 14) raise NotImplementedError from .device; their .data array
+    # knows the device. Seen on an H100: LinearSVC.decision_function on a cupyx CSR matrix failed.
+    from types import SimpleNamespace
+
+    from gpusvm._backend import _cupy_device_id
+
+    class SparseLike:
+        data = SimpleNamespace(device=SimpleNamespace(id=3))
+
+        @property
+        def device(self):
+            raise NotImplementedError
+
+    assert _cupy_device_id(SparseLike()) == 3
+    assert _cupy_device_id(SimpleNamespace(device=SimpleNamespace(id=2))) == 2
+    assert _cupy_device_id(object()) == 0

@@ -110,7 +110,10 @@ def _n_rows(a) -> int:
 def _cupy_device_id(a) -> int:
     """The CUDA device holding CuPy array / cupyx sparse matrix ``a`` (0 when it does not say)."""
     for holder in (a, getattr(a, "data", None)):
-        dev = getattr(holder, "device", None)
+        try:
+            dev = getattr(holder, "device", None)
+        except NotImplementedError:  # cupyx sparse matrices (CuPy 14) raise here: ask their .data
+            continue
         if dev is not None and isinstance(getattr(dev, "id", None), int):
             return int(dev.id)
     return 0
