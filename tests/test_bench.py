@@ -311,3 +311,19 @@ def test_device_comparison_gpu_rows(tmp_path, gpu_backend):
         assert abs(gpu["objective"] - cpu["objective"]) <= 1e-6 * abs(cpu["objective"]), solver
     assert abs(rows[("budget-mm", "gpu")]["accuracy"] - rows[("budget-mm", "cpu")]["accuracy"]) <= 0.02
     assert doc["machine"]["gpu"]["name"] == gpu_backend.device_name
+
+
+def test_file_stem_names_usable_devices_before_their_rows_exist():
+    # Checkpoints written while only the CPU rows are done must go to the final file name, not leave
+    # a stale bench_paper_cpu.json beside bench_paper_cpu-gpu.json (seen on the first H100 run).
+    from gpusvm.bench.report import stem
+
+    doc = {"suite": "paper", "settings": {"subset_label": "a9a"},
+           "devices": [{"name": "cpu", "usable": True}, {"name": "gpu", "usable": True}],
+           "rows": [{"device": "cpu"}]}
+    assert stem(doc) == "bench_paper-a9a_cpu-gpu"
+    doc["devices"][1] = {"name": "gpu", "usable": False, "reason": "no CUDA"}
+    assert stem(doc) == "bench_paper-a9a_cpu"
+    doc["rows"] = []
+    doc["devices"][0]["usable"] = False
+    assert stem(doc) == "bench_paper-a9a_none"

@@ -62,7 +62,10 @@ def _cells(row):
 
 
 def stem(doc) -> str:
-    devs = sorted({r["device"] for r in doc["rows"]}) or [d["name"] for d in doc["devices"] if d["usable"]]
+    # the devices asked for and usable, not only those with rows so far: a run's checkpoints (written
+    # while the CPU rows are done and the GPU rows not yet) then update the final file instead of
+    # leaving a stale bench_..._cpu.json beside bench_..._cpu-gpu.json
+    devs = sorted({r["device"] for r in doc["rows"]} | {d["name"] for d in doc["devices"] if d["usable"]})
     subset = (doc.get("settings") or {}).get("subset_label")
     suite = f"{doc['suite']}-{subset}" if subset else doc["suite"]
     return f"bench_{suite}_{'-'.join(devs) or 'none'}"
