@@ -271,3 +271,48 @@ def test_cupy_device_id_of_sparse_matrix_whose_device_raises():
     assert _cupy_device_id(SparseLike()) == 3
     assert _cupy_device_id(SimpleNamespace(device=SimpleNamespace(id=2))) == 2
     assert _cupy_device_id(object()) == 0
+
+
+def test_auto_gpu_false_keeps_large_host_inputs_on_cpu(monkeypatch):
+    import gpusvm._backend as backend_mod
+
+    sentinel = object()
+    monkeypatch.setattr(backend_mod, "gpu_status", lambda dev=0: (True, ""))
+    monkeypatch.setattr(backend_mod, "_gpu_backend", lambda dev: sentinel)
+    X = np.zeros((AUTO_GPU_MIN_SAMPLES, 2))
+    assert backend_mod.get_backend("auto", X) is sentinel
+    assert backend_mod.get_backend("auto", X, auto_gpu=False).name == "cpu"
+    assert backend_mod.get_backend("gpu", X, auto_gpu=False) is sentinel  # an explicit request wins
+
+
+@pytest.mark.parametrize("kind, n_features, solver, expect", [
+    ("linear", 5, "newton", True), ("linear", 5, "dcd", False), ("linear", 5, "avsf", False),
+    ("linear", 5, "auto", True),  # squared hinge, n >= d: scikit-learn's primal choice
+    ("budget", 22, None, True), ("budget", 123, None, False),
+])
+def test_estimators_ask_auto_for_gpu_only_where_it_was_measured_faster(monkeypatch, kind, n_features, solver,
+                                                                       expect):
+    import gpusvm.budget
+    import gpusvm.linear
+    from gpusvm import BudgetSVC, LinearSVC
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(device, *arrays, auto_gpu=True):
+        asked.append(auto_gpu)
+        raise Stop
+
+    X = np.random.default_rng(0).random((40, n_features))
+    y = np.arange(40) % 2
+    if kind == "linear":
+        monkeypatch.setattr(gpusvm.linear, "get_backend", spy)
+        est = LinearSVC(solver=solver, loss="squared_hinge")
+    else:
+        monkeypatch.setattr(gpusvm.budget, "get_backend", spy)
+        est = BudgetSVC(budget=10)
+    with pytest.raises(Stop):
+        est.fit(X, y)
+    assert asked == [expect]

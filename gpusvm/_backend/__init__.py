@@ -9,6 +9,13 @@ Rule for ``device="auto"``
   cost of moving data and launching kernels outweighs the gain for every solver we ship;
 * otherwise the CPU.
 
+A caller whose GPU path does not pay off for host inputs passes ``auto_gpu=False`` (CuPy inputs still go
+to the GPU, where they already are). Measured on an H100 against the 16-core host's CPU
+(benchmarks/results/paper_nvidia-h100-80gb-hbm3): LinearSVC's dual solvers ("dcd", "avsf": one
+sequential coordinate sweep in one thread block) were 8-16x slower than on the CPU on a9a, ijcnn1 and
+w8a; BudgetSVC's one-block loop was faster for 3 and 22 features (skin_nonskin, ijcnn1) and 2-10x slower
+for 123 and 300 (a9a, w8a), so it asks for the GPU below :data:`BUDGET_AUTO_GPU_MAX_FEATURES` features.
+
 ``device="cpu"`` always gives the CPU backend (CuPy inputs are copied to the host by the estimator).
 ``device="gpu"`` (or ``"gpu:N"`` for device N) gives the GPU backend or raises ``RuntimeError`` saying why
 no GPU is usable: CuPy is not installed, no CUDA device answers, or the driver reported an error.
@@ -23,6 +30,7 @@ from .base import Backend, register_op, registered_ops
 
 __all__ = [
     "AUTO_GPU_MIN_SAMPLES",
+    "BUDGET_AUTO_GPU_MAX_FEATURES",
     "Backend",
     "array_library",
     "get_backend",
@@ -32,6 +40,7 @@ __all__ = [
 ]
 
 AUTO_GPU_MIN_SAMPLES = 20_000
+BUDGET_AUTO_GPU_MAX_FEATURES = 32  # the GPU BSGD loop's thread-per-SV margins (kernels/bsgd.cu) end here
 
 
 def array_library(x) -> str | None:
@@ -119,10 +128,11 @@ def _cupy_device_id(a) -> int:
     return 0
 
 
-def get_backend(device="auto", *arrays) -> Backend:
+def get_backend(device="auto", *arrays, auto_gpu: bool = True) -> Backend:
     """Return the backend for ``device`` ("auto", "cpu", "gpu" or "gpu:N") and the input ``arrays``.
 
-    See the module docstring for the "auto" rule. Raises ``TypeError`` for mixed NumPy/CuPy inputs and
+    See the module docstring for the "auto" rule; ``auto_gpu=False`` keeps host inputs on the CPU under
+    "auto". Raises ``TypeError`` for mixed NumPy/CuPy inputs and
     ``RuntimeError`` when "gpu" is asked for and no GPU is usable.
     """
     kind, dev_id = _parse_device(device)
@@ -154,7 +164,7 @@ def get_backend(device="auto", *arrays) -> Backend:
             raise RuntimeError(f"CuPy inputs were given but no GPU is usable: {why}")
         return _gpu_backend(dev_id)
     n = _n_rows(next((a for a in arrays if a is not None), None))
-    if n >= AUTO_GPU_MIN_SAMPLES and gpu_status(dev_id)[0]:
+    if auto_gpu and n >= AUTO_GPU_MIN_SAMPLES and gpu_status(dev_id)[0]:
         return _gpu_backend(dev_id)
     from .numpy_backend import CPU
 
