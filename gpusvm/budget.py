@@ -84,7 +84,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to train (see :func:`gpusvm.get_backend`). "auto" sends host data to the GPU only with
         fewer than 32 features: the GPU loop (one thread block) was faster than the CPU's on an H100 for
-        3 and 22 features and 2-10x slower for 123 and 300; CuPy inputs stay on the GPU.
+        3 and 22 features and 2-11x slower for 123 and 300; CuPy inputs stay on the GPU.
 
     Attributes
     ----------

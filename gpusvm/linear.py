@@ -82,7 +82,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to train; see :func:`gpusvm.get_backend`. "auto" sends host data to the GPU only for the
         "newton" solver: the dual solvers' GPU path (one thread block sweeping the coordinates in
-        order) was 8-16x slower than the CPU's on an H100 (a9a, ijcnn1, w8a); CuPy inputs stay on the GPU.
+        order) was 8-17x slower than the CPU's on an H100 (a9a, ijcnn1, w8a); CuPy inputs stay on the GPU.
     deduplicate : {"auto", True, False}, default="auto"
         Merge equal training points of the same label into one point with the summed ``C`` before
         training (exact for both losses: the optimal ``w`` is the same; only ``n_updates_`` changes).
@@ -194,7 +194,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self._validate_params()
         name = type(self).__name__
         # "auto" moves host data to the GPU only for the Newton solver: the dual solvers' GPU sweeps were
-        # 8-16x slower than the CPU's on an H100 (see gpusvm._backend)
+        # 8-17x slower than the CPU's on an H100 (see gpusvm._backend)
         shape = getattr(X, "shape", None)
         newton = shape is not None and len(shape) == 2 and self._resolve_solver(*shape) == "newton"
         be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None, auto_gpu=newton)

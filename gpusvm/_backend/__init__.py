@@ -12,8 +12,8 @@ Rule for ``device="auto"``
 A caller whose GPU path does not pay off for host inputs passes ``auto_gpu=False`` (CuPy inputs still go
 to the GPU, where they already are). Measured on an H100 against the 16-core host's CPU
 (benchmarks/results/paper_nvidia-h100-80gb-hbm3): LinearSVC's dual solvers ("dcd", "avsf": one
-sequential coordinate sweep in one thread block) were 8-16x slower than on the CPU on a9a, ijcnn1 and
-w8a; BudgetSVC's one-block loop was faster for 3 and 22 features (skin_nonskin, ijcnn1) and 2-10x slower
+sequential coordinate sweep in one thread block) were 8-17x slower than on the CPU on a9a, ijcnn1 and
+w8a; BudgetSVC's one-block loop was faster for 3 and 22 features (skin_nonskin, ijcnn1) and 2-11x slower
 for 123 and 300 (a9a, w8a), so it asks for the GPU below :data:`BUDGET_AUTO_GPU_MAX_FEATURES` features.
 
 ``device="cpu"`` always gives the CPU backend (CuPy inputs are copied to the host by the estimator).
