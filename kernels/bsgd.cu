@@ -5,9 +5,12 @@
 // the CPU twin; only the summation order of the margin f(x) and of distances inside the merges
 // differs (warp/block reductions), so CPU and GPU models agree closely but not bit for bit.
 //
-// One block uses one SM: the per-step work (B kernel values of length d) is a few microseconds for
-// the budgets BSGD is used with, and the sequential semantics need a barrier after every step, which
-// a single block gets from __syncthreads. Several binary problems could run as several blocks.
+// One block uses one SM: the sequential semantics need a barrier after every step, which a single
+// block gets from __syncthreads. Several binary problems could run as several blocks. The per-step
+// margin (B kernel values) is the loop's cost: on an H100 (row margins, 747d92b) about 2.6 us per step
+// on ijcnn1 (22 features, B=248, a thread per SV) but about 70 us on a9a (123 features, B=569, a warp
+// per SV, each warp walking its SVs one after another on global-memory latency); hence the column
+// margins (use_cols): a thread per SV over the nonzeros of x, coalesced down the columns of svT.
 #include "merge.cuh"
 
 // gpusvm:instantiate bsgd_train<float>
@@ -54,9 +57,26 @@ template <typename T> __device__ int bsgd_block_argmin(T v, int i, T* redv, int*
     return bv < gpusvm_merge_inf<T>() ? bi : -1;
 }
 
+// Column j of the transposed SV copy svT (d x cap) and its squared norm svsq[j], from row j of sv. Each
+// thread reads the entries of row j with the stride it uses to write rows (tid, tid + nt, ...), so it
+// reads its own writes; the block sum synchronizes: call from block-uniform control flow.
+template <typename T> __device__ void bsgd_set_column(const T* sv, T* svT, T* svsq, int d, long long cap, int j,
+                                                      T* red) {
+    T part = (T)0;
+    for (int k = threadIdx.x; k < d; k += blockDim.x) {
+        const T v = sv[(long long)j * d + k];
+        svT[(long long)k * cap + j] = v;
+        part += v * v;
+    }
+    const T q = bsgd_block_sum<T>(part, red);
+    if (threadIdx.x == 0) svsq[j] = q;
+}
+
 // X: n x d (C order); order: sample of each of the n_steps steps; steps t0+1 .. t0+n_steps.
 // sv: (budget+1) x d, alpha: budget+1, state[0]: number of SVs in/out; work_deg, work_h: budget+1.
 // stats (+=): violations, merges, clock cycles in maintenance, clock cycles in total.
+// use_cols: margins from the nonzeros of x (xptr, xidx, xval: CSR of X; xsq: squared row norms) against
+// svT (d x (budget+1), column j = SV j) and svsq, both kept in step with sv; else from the rows of sv.
 // Dynamic shared memory: x, z (2 d values of T), w (n_merge values of T), partners (n_merge ints);
 // the host sizes it as (2 d + n_merge) sizeof(T) + n_merge sizeof(int).
 template <typename T>
@@ -64,7 +84,8 @@ template <typename T>
 __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, const long long* __restrict__ order,
            long long n_steps, long long t0, int d, T lam, T gamma, int budget, int n_merge, int merge_code,
            int n_gss, int n_gd, T* sv, T* alpha, int* state, T* work_deg, T* work_h,
-           unsigned long long* stats) {
+           unsigned long long* stats, const long long* __restrict__ xptr, const long long* __restrict__ xidx,
+           const T* __restrict__ xval, const T* __restrict__ xsq, T* svT, T* svsq, int use_cols) {
     extern __shared__ __align__(16) unsigned char bsgd_smem[];
     T* xs = reinterpret_cast<T*>(bsgd_smem);
     T* z = xs + d;
@@ -77,6 +98,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
     const int tid = threadIdx.x, nt = blockDim.x;
     const int lane = tid & 31, wid = tid >> 5, nw = (nt + 31) >> 5;
     int nsv = state[0];  // uniform across the block
+    const long long cap = (long long)budget + 1;
     unsigned long long c_start = clock64(), c_merge = 0, viol = 0, merges = 0;
 
     for (long long s = 0; s < n_steps; ++s) {
@@ -88,7 +110,17 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
 
         // margin f(x) = sum_j alpha_j exp(-gamma ||sv_j - x||^2)
         T acc = (T)0;
-        if (d < 32) {  // thread per SV
+        if (use_cols) {  // thread per SV: ||sv_j||^2 + ||x||^2 - 2 <sv_j, x> over the nonzeros of x
+            const long long q0 = xptr[i], q1 = xptr[i + 1];
+            const T xq = xsq[i];
+            for (int j = tid; j < nsv; j += nt) {
+                T dot = (T)0;
+                for (long long q = q0; q < q1; ++q) dot += svT[xidx[q] * cap + j] * xval[q];
+                T d2 = svsq[j] + xq - (T)2 * dot;
+                if (d2 < (T)0) d2 = (T)0;
+                acc += alpha[j] * gpusvm_exp<T>(-gamma * d2);
+            }
+        } else if (d < 32) {  // thread per SV
             for (int j = tid; j < nsv; j += nt) {
                 const T* r = sv + (long long)j * d;
                 T d2 = (T)0;
@@ -112,6 +144,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
         if (yi * f < (T)1) {
             ++viol;
             for (int k = tid; k < d; k += nt) sv[(long long)nsv * d + k] = xs[k];
+            if (use_cols) bsgd_set_column<T>(sv, svT, svsq, d, cap, nsv, red);
             if (tid == 0) alpha[nsv] = yi / (lam * t);
             ++nsv;
         }
@@ -160,6 +193,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
             const int last = nsv - 1;
             if (first != last) {
                 for (int k = tid; k < d; k += nt) sv[(long long)first * d + k] = sv[(long long)last * d + k];
+                if (use_cols) bsgd_set_column<T>(sv, svT, svsq, d, cap, first, red);
                 if (tid == 0) alpha[first] = alpha[last];
             }
             --nsv;
@@ -253,6 +287,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
             }
             // merged point into the first candidate's slot
             for (int k = tid; k < d; k += nt) sv[(long long)first * d + k] = z[k];
+            if (use_cols) bsgd_set_column<T>(sv, svT, svsq, d, cap, first, red);
             if (tid == 0) {
                 alpha[first] = az;
                 // partners in decreasing slot order (insertion sort; found < n_merge is small)
@@ -268,6 +303,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                 const int last = nsv - 1;
                 if (p != last) {
                     for (int k = tid; k < d; k += nt) sv[(long long)p * d + k] = sv[(long long)last * d + k];
+                    if (use_cols) bsgd_set_column<T>(sv, svT, svsq, d, cap, p, red);
                     if (tid == 0) alpha[p] = alpha[last];
                 }
                 --nsv;

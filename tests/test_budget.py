@@ -556,3 +556,44 @@ def test_gamma_scale_from_csr_equals_gamma_scale_from_dense():
     assert a._gamma == pytest.approx(1.0 / (X.shape[1] * X.var()), rel=1e-12)
     assert b._gamma == pytest.approx(a._gamma, rel=1e-12)
     np.testing.assert_allclose(b.decision_function(X), a.decision_function(X), rtol=1e-8, atol=1e-10)
+
+
+def test_gpu_column_margins_agree_with_rows_and_the_cpu(gpu_backend):
+    """The GPU loop's column margins (margin="columns", "auto" from 32 features on) against its row
+    margins and the CPU loop, on sparse-ish data with 40 features; and bsgd_columns on both devices."""
+    import cupy as cp
+
+    cpu = get_backend("cpu")
+    rng = np.random.default_rng(11)
+    n, d, gamma = 600, 40, 0.5
+    X = rng.random((n, d)) * (rng.random((n, d)) < 0.25)
+    y = np.where(X[:, :5].sum(axis=1) > X[:, 5:10].sum(axis=1), 1.0, -1.0)
+    order = rng.permutation(n)
+    for got, want in zip(gpu_backend.bsgd_columns(cp.asarray(X)), cpu.bsgd_columns(X)):
+        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-15, atol=0)
+
+    def decision(sv, alpha, n_sv):
+        sv, alpha = np.asarray(sv)[:n_sv], np.asarray(alpha)[:n_sv]
+        d2 = ((X[:, None, :] - sv[None, :, :]) ** 2).sum(axis=2)
+        return np.exp(-gamma * d2) @ alpha
+
+    for budget, M in [(n + 1, 2), (40, 3), (40, 4)]:
+        kw = dict(t0=0, lam=1.0 / (8 * n), gamma=gamma, budget=budget, n_merge=M, merge="cascade")
+        sv_c, a_c, n_c, st_c = cpu.bsgd_train(X, y, order, margin="columns", **kw)
+        runs = {}
+        for margin in ("rows", "columns", "auto"):
+            sv, a, n_sv, st = gpu_backend.bsgd_train(cp.asarray(X), cp.asarray(y), cp.asarray(order),
+                                                     margin=margin, **kw)
+            runs[margin] = (cp.asnumpy(sv), cp.asnumpy(a), n_sv, st)
+        np.testing.assert_array_equal(runs["auto"][1], runs["columns"][1])  # auto = columns at 40 features
+        f_c = decision(sv_c, a_c, n_c)
+        for margin in ("rows", "columns"):
+            sv, a, n_sv, st = runs[margin]
+            assert n_sv <= budget
+            f = decision(sv, a, n_sv)
+            if budget > n:  # no merges: the same SVs, coefficients up to rounding
+                assert n_sv == n_c and st["violations"] == st_c["violations"]
+                np.testing.assert_allclose(f, f_c, rtol=1e-7, atol=1e-7 * np.abs(f_c).max())
+            else:  # merges: the runs may part at a near-tie but stay close
+                assert np.corrcoef(f, f_c)[0, 1] > 0.98
+                assert abs(st["merges"] - st_c["merges"]) <= 0.05 * st_c["merges"] + 2

@@ -14,7 +14,8 @@ to the GPU, where they already are). Measured on an H100 against the 16-core hos
 (benchmarks/results/paper_nvidia-h100-80gb-hbm3): LinearSVC's dual solvers ("dcd", "avsf": one
 sequential coordinate sweep in one thread block) were 8-17x slower than on the CPU on a9a, ijcnn1 and
 w8a; BudgetSVC's one-block loop was faster for 3 and 22 features (skin_nonskin, ijcnn1) and 2-11x slower
-for 123 and 300 (a9a, w8a), so it asks for the GPU below :data:`BUDGET_AUTO_GPU_MAX_FEATURES` features.
+for 123 and 300 (a9a, w8a), so it asks for the GPU below :data:`BUDGET_AUTO_GPU_MAX_FEATURES` features
+(measured with the GPU loop's row margins; its column margins for wide data are not measured yet).
 
 ``device="cpu"`` always gives the CPU backend (CuPy inputs are copied to the host by the estimator).
 ``device="gpu"`` (or ``"gpu:N"`` for device N) gives the GPU backend or raises ``RuntimeError`` saying why
