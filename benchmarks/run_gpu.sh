@@ -33,6 +33,13 @@
 # skin_nonskin only with BENCH_ARGS="--max-train 60000" (sklearn took 55 CPU-s at 60k). Add
 # --solvers to BENCH_ARGS to drop rows when a call runs short (gpusvm bench --list names them).
 #
+# Measured on the first GPU run (H100 80GB with a 16-core host, 2026-11-24, 7 calls, 27 min of the 30): machine
+# start about 30 s; "nvcc" 10 s; "tests" 74 s with `-n 8` (pytest-xdist is there); "micro" 44 s; paper suite,
+# wall per call: phishing 60 s, a9a+ijcnn1 364 s, w8a 131 s, skin_nonskin --max-train 60000 (kernel solvers)
+# 171 s; budget_table.py --devices cpu,gpu --seeds 3 --time-reps 1 --time-epochs 3 got through phishing,
+# ijcnn1, the a9a strategies and 2 of a9a's 3 budgets in 480 s. A machine goes back 30 s after a call:
+# have the next command ready (results: benchmarks/results/paper_nvidia-h100-80gb-hbm3/README.md).
+#
 # Before spending device time, the same GPU tests and GPU micro-benchmark cases run on the CPU emulator of
 # the kernels (tests/cudasim; they all passed there at 613ecee, the micro cases in 4.4 min):
 #   GPUSVM_CUDASIM=1 python -m pytest tests -m gpu
