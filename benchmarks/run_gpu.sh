@@ -4,7 +4,12 @@
 #   1. "nvcc":  every CUDA kernel compiled to PTX for sm_80 and sm_90 (skipped when nvcc is absent);
 #   2. "tests": the GPU tests (pytest -m gpu), which compare each CUDA kernel with its CPU twin;
 #   3. "micro": the pytest-benchmark micro-benchmarks in benchmarks/ (CPU and GPU cases), saved as JSON;
-#   4. "paper": gpusvm bench --suite paper --devices cpu,gpu on the LIBSVM files.
+#   4. "paper": gpusvm bench --suite paper --devices cpu,gpu on the LIBSVM files;
+# and, only when named in STEPS, the issues' own tables on the GPU (each writes into the result folder):
+#   "budget": benchmarks/budget_table.py --devices $DEVICES (BUDGET_ARGS; default 3 seeds, 1 timing run of
+#             3 epochs: phishing, ijcnn1 and most of a9a fit in 8 minutes on an H100 machine);
+#   "linear": benchmarks/linear_table.py --device $ONE_DEVICE (LINEAR_ARGS, e.g. --datasets a9a --cap 20);
+#   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a).
 #
 # Usage:  benchmarks/run_gpu.sh [DATA_DIR] [NAME]
 #   DATA_DIR  folder of the LIBSVM .xz files (default: $GPUSVM_DATA, else ../shared/data)
@@ -13,7 +18,8 @@
 #   STEPS       steps to run, in order (default: "nvcc tests micro paper")
 #   DATASETS    comma-separated paper data sets for this call (default: all five); run one per call
 #               when a command has a time limit, then merge:  python -m gpusvm report <json...> --out DIR
-#   DEVICES     devices of the paper suite (default: cpu,gpu)
+#   DEVICES     devices of the paper suite and the budget table (default: cpu,gpu)
+#   ONE_DEVICE  device of the linear and DC-SVM tables (default: gpu)
 #   BENCH_ARGS  extra arguments for gpusvm bench (e.g. "--max-train 50000 --repeat 3")
 #   OUT         parent folder of the results (default: benchmarks/results); a device runner that
 #               collects files from $OUT gets them back from there
@@ -57,6 +63,8 @@ NAME=${2:-paper_${gpu:-nogpu}}
 DEST="${OUT:-benchmarks/results}/$NAME"
 STEPS=${STEPS:-"nvcc tests micro paper"}
 DEVICES=${DEVICES:-cpu,gpu}
+ONE_DEVICE=${ONE_DEVICE:-gpu}
+export GPUSVM_DATA="$DATA"  # the table scripts find the data through it
 mkdir -p "$DEST"
 status=0
 echo "results -> $DEST" >&2
@@ -85,8 +93,20 @@ for step in $STEPS; do
         # shellcheck disable=SC2086
         $PY -m gpusvm bench --suite paper --data-dir "$DATA" --devices "$DEVICES" --out "$DEST" \
             "${sel[@]}" ${BENCH_ARGS:-} || status=1 ;;
+    budget)
+        # shellcheck disable=SC2086
+        $PY benchmarks/budget_table.py --devices "$DEVICES" --out "$DEST" --tag "${DEVICES//,/_}" \
+            ${BUDGET_ARGS:---seeds 3 --time-reps 1 --time-epochs 3} || status=1 ;;
+    linear)
+        # shellcheck disable=SC2086
+        $PY benchmarks/linear_table.py --device "$ONE_DEVICE" --out "$DEST/linear_table" ${LINEAR_ARGS:-} \
+            || status=1 ;;
+    dcsvm)
+        # shellcheck disable=SC2086
+        $PY benchmarks/dcsvm_bench.py --device "$ONE_DEVICE" --data-dir "$DATA" --out "$DEST" ${DCSVM_ARGS:-} \
+            || status=1 ;;
     *)
-        echo "unknown step $step (nvcc, tests, micro, paper)" >&2; status=2 ;;
+        echo "unknown step $step (nvcc, tests, micro, paper, budget, linear, dcsvm)" >&2; status=2 ;;
     esac
 done
 if [ -n "${TARBALL:-}" ]; then
