@@ -429,8 +429,6 @@ def bsgd_columns_gpu(be, X, X_sparse=None):
     row in column order, int64 offsets and columns, float64 values, squared row norms). Built from the
     dense device copy the GPU loop reads anyway (``X_sparse`` is not needed there). None below
     :data:`GPU_COLUMNS_MIN_FEATURES` features, where the GPU loop's default margins read the rows."""
-    import cupy as cp
-
     if X.shape[1] < GPU_COLUMNS_MIN_FEATURES:
         return None
     with be.device:
