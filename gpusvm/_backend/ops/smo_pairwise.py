@@ -209,6 +209,22 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
 #   store[s, :rlen[s]] holds Q row owner[s] (a position) on positions 0..rlen[s];
 #   slot_of[position] = slot or -1; counters = [clock, n_used, hits, misses, evaluated entries]
 # ---------------------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _cached_slot(pi, length, slot_of, rlen, stamp, counters):
+    """The hit path of :func:`_get_row` (which starts with it): the slot of Q row ``pi`` when
+    the cache holds it on positions 0..length, else -1 (then call :func:`_get_row`, which counts the
+    access). Separate so that the step's hot path can try it without passing tuples of arrays (see the
+    module docstring)."""
+    s = slot_of[pi]
+    if s >= 0 and rlen[s] >= length:
+        counters[0] += 1
+        stamp[s] = counters[0]
+        counters[2] += 1
+    else:
+        s = -1
+    return s
+
+
 @numba.njit(cache=True)
 def _get_row(pi, length, protect, cache, gx, gk, ws):
     """Slot of Q row ``pi`` valid on positions 0..length, computing only what is missing.
@@ -216,14 +232,14 @@ def _get_row(pi, length, protect, cache, gx, gk, ws):
     ``protect``: a slot that must not be evicted (-1: none).
     """
     store, slot_of, owner, rlen, stamp, counters = cache
+    s = _cached_slot(pi, length, slot_of, rlen, stamp, counters)
+    if s >= 0:
+        return s
     counters[0] += 1
     s = slot_of[pi]
-    if s >= 0:
+    if s >= 0:  # cached, but shorter than ``length``: extend it
         stamp[s] = counters[0]
         have = rlen[s]
-        if have >= length:
-            counters[2] += 1
-            return s
     else:
         cap = store.shape[0]
         if counters[1] < cap:
@@ -467,21 +483,6 @@ def _select_j(active_size, i, gmax, store, si, alpha, G, C, QD, y):
                     j = t
                     obj_min = ob
     return j, gmax2
-
-
-@numba.njit(cache=True, inline="always")
-def _cached_slot(pi, length, slot_of, rlen, stamp, counters):
-    """The hit path of :func:`_get_row` (same clock, stamp and counters): the slot of Q row ``pi`` when
-    the cache holds it on positions 0..length, else -1 (then call :func:`_get_row`, which counts the
-    access). Written out so that the step's hot path passes no tuples of arrays (see the module docstring)."""
-    s = slot_of[pi]
-    if s >= 0 and rlen[s] >= length:
-        counters[0] += 1
-        stamp[s] = counters[0]
-        counters[2] += 1
-    else:
-        s = -1
-    return s
 
 
 @numba.njit(cache=True)
