@@ -7,12 +7,20 @@
 // that decides working sets uses round-to-nearest intrinsics (no FMA contraction) so that both make the
 // same choices.
 //
+// local_smo_batched: many independent such problems in one launch, one thread block each (DC-SVM's
+// cluster subproblems, gpusvm._solvers.dcsvm): segment c holds variables seg[c]..seg[c+1]-1 and its
+// Gram block at K + k_off[c]; a block may hold more variables than threads (each thread owns the
+// variables t, t + blockDim.x, ...), and the state lives in global memory. Both kernels run the same
+// device function, smo_block_solve.
+//
 // grad_update_rows: G[c] += y[c] * sum_k coef[k] * K[rows[k], c], accumulated in double, one thread per
 // column (reads of the rows are coalesced); rows with coef[k] == 0 are skipped (the branch is uniform).
 #include "common.cuh"
 
 // gpusvm:instantiate local_smo<float>
 // gpusvm:instantiate local_smo<double>
+// gpusvm:instantiate local_smo_batched<float>
+// gpusvm:instantiate local_smo_batched<double>
 // gpusvm:instantiate grad_update_rows<float>
 // gpusvm:instantiate grad_update_rows<double>
 
@@ -131,47 +139,36 @@ __device__ double smo_clipped_gain(const T* K, int q, const double* sd, const do
     return S_(M_(t, b), M_(M_(M_(0.5, a), t), t));
 }
 
-// One block; blockDim.x = a power of two >= max(q, 32); dynamic shared memory: 5 * blockDim.x doubles.
-// K: q x q (row-major, symmetric); y, C, diag: q; alpha: q, in: start, out: solution; G: q (read only).
-// out_steps[0]: SMO steps taken; out_gap[0]: local gap at the last selection.
-// __launch_bounds__(1024): a block of 1,024 threads may use at most 64 registers per thread; without the
-// bound ptxas allocates 72 and the launch fails with "too many resources requested".
-template <typename T>
-__global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q, const double* __restrict__ y_g, double* alpha_g,
-                          const double* __restrict__ G_g, const double* __restrict__ C_g,
-                          const double* __restrict__ diag_g, double eps, double rel_eps, int max_steps,
-                          int mode, int pa_recent, double eta, long long* out_steps, double* out_gap) {
-    extern __shared__ double smem[];
-    const int nt = blockDim.x;
-    double* sa = smem;           // alpha
-    double* sg = smem + nt;      // gradient
-    double* sy = smem + 2 * nt;  // labels
-    double* sc = smem + 3 * nt;  // upper bounds
-    double* sd = smem + 4 * nt;  // gram diagonal
-    __shared__ double red_v[32], red_m[32];
-    __shared__ int red_i[32];
-    __shared__ double b_step;     // step size t of this iteration
-    __shared__ int b_i, b_j;      // the pair of this iteration
-    // state kept by thread 0 across iterations
-    __shared__ int hist_i[3], hist_j[3];
-    __shared__ int n_hist, last_free, last_plan, n_partner;
-    __shared__ double gain1;
+// Block-shared scratch and the state thread 0 keeps across the iterations of smo_block_solve.
+struct SmoBlockState {
+    double red_v[32], red_m[32];
+    int red_i[32];
+    double b_step;  // step size t of this iteration
+    int b_i, b_j;   // the pair of this iteration
+    int hist_i[3], hist_j[3];
+    int n_hist, last_free, last_plan, n_partner;
+    double gain1;
+};
 
+// The local solve of one block. sa (alpha) and sg (gradient) are read and updated in place; sy, sc, sd
+// (labels, upper bounds, gram diagonal) are read only; all five hold q entries, in shared or in global
+// memory. Thread t owns the variables t, t + blockDim.x, ...; a thread scans its own variables in
+// increasing order and the block reductions break ties to the smaller index, so the selections are
+// those of the serial scan of the Numba twin. Contains __syncthreads: call from every thread.
+template <typename T>
+__device__ void smo_block_solve(const T* __restrict__ K, int q, const double* sy, double* sa, double* sg,
+                                const double* sc, const double* sd, double eps, double rel_eps, int max_steps,
+                                int mode, int pa_recent, double eta, SmoBlockState& S, int& steps_out,
+                                double& gap_out) {
+    const int nt = blockDim.x;
     const int t = threadIdx.x;
-    if (t < q) {
-        sa[t] = alpha_g[t];
-        sg[t] = G_g[t];
-        sy[t] = y_g[t];
-        sc[t] = C_g[t];
-        sd[t] = diag_g[t];
-    }
     if (t == 0) {
-        n_hist = 0;
-        last_free = 0;
-        last_plan = 0;
-        n_partner = 0;
-        gain1 = 0.0;
-        for (int h = 0; h < 3; ++h) hist_i[h] = hist_j[h] = -1;
+        S.n_hist = 0;
+        S.last_free = 0;
+        S.last_plan = 0;
+        S.n_partner = 0;
+        S.gain1 = 0.0;
+        for (int h = 0; h < 3; ++h) S.hist_i[h] = S.hist_j[h] = -1;
     }
     __syncthreads();
 
@@ -179,17 +176,17 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
     int steps = 0;
     while (true) {
         // ---- maximal violating pair: i (and the gap) ------------------------------------------
-        double s_t = 0.0, v = -SMO_INF, mn = SMO_INF;
+        double v = -SMO_INF, mn = SMO_INF;
         int idx = 0x7fffffff;
-        if (t < q) {
-            s_t = -sy[t] * sg[t];
-            if (smo_in_up(sy[t], sa[t], sc[t])) {
-                v = s_t;
-                idx = t;
+        for (int u = t; u < q; u += nt) {
+            const double s_u = -sy[u] * sg[u];
+            if (smo_in_up(sy[u], sa[u], sc[u]) && s_u > v) {
+                v = s_u;
+                idx = u;
             }
-            if (smo_in_low(sy[t], sa[t], sc[t])) mn = s_t;
+            if (smo_in_low(sy[u], sa[u], sc[u]) && s_u < mn) mn = s_u;
         }
-        smo_block_argmax_min(v, idx, mn, red_v, red_i, red_m);
+        smo_block_argmax_min(v, idx, mn, S.red_v, S.red_i, S.red_m);
         const double m = v;
         int i = idx;
         gap = m - mn;
@@ -199,36 +196,40 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
         // ---- WSS2: j by second-order gain against i ----------------------------------------------
         double gv = -SMO_INF;
         int gj = 0x7fffffff;
-        if (t < q && smo_in_low(sy[t], sa[t], sc[t])) {
-            // explicit round-to-nearest: s_t is a product, and nvcc/NVRTC may contract m - s_t into an
+        for (int u = t; u < q; u += nt) {
+            if (!smo_in_low(sy[u], sa[u], sc[u])) continue;
+            // explicit round-to-nearest: s_u is a product, and nvcc/NVRTC may contract m - s_u into an
             // FMA (-fmad=true by default), which would round differently from the Numba twin
-            double b = __dsub_rn(m, s_t);
+            const double b = __dsub_rn(m, -sy[u] * sg[u]);
             if (b > 0.0) {
-                double a = smo_curv(K, sd, q, i, t);
-                gv = __dmul_rn(b, b) / a;
-                gj = t;
+                const double a = smo_curv(K, sd, q, i, u);
+                const double val = __dmul_rn(b, b) / a;
+                if (val > gv) {
+                    gv = val;
+                    gj = u;
+                }
             }
         }
         double unused = SMO_INF;
-        smo_block_argmax_min(gv, gj, unused, red_v, red_i, red_m);
+        smo_block_argmax_min(gv, gj, unused, S.red_v, S.red_i, S.red_m);
         if (gj == 0x7fffffff) break;  // uniform: every thread sees the same reduction result
 
         // ---- thread 0: PA-SMO selection, the step, the two alpha updates ----------------------------
         if (t == 0) {
             int j = gj;
-            if (mode == 1 && last_plan) {  // modified selection after a planning step (eta safeguard)
+            if (mode == 1 && S.last_plan) {  // modified selection after a planning step (eta safeguard)
                 const double gw = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, i, j);
                 double pbest = -SMO_INF;
                 int pu = -1, pv = -1;
-                for (int h = 1; h <= n_partner; ++h) {
-                    const double gr = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, hist_i[h], hist_j[h]);
+                for (int h = 1; h <= S.n_partner; ++h) {
+                    const double gr = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, S.hist_i[h], S.hist_j[h]);
                     if (gr > pbest) {
                         pbest = gr;
-                        pu = hist_i[h];
-                        pv = hist_j[h];
+                        pu = S.hist_i[h];
+                        pv = S.hist_j[h];
                     }
                 }
-                if (pu >= 0 && pbest > 0.0 && A_(gain1, gw) < M_(eta, A_(gain1, pbest))) {
+                if (pu >= 0 && pbest > 0.0 && A_(S.gain1, gw) < M_(eta, A_(S.gain1, pbest))) {
                     if (-sy[pu] * sg[pu] >= -sy[pv] * sg[pv]) {
                         i = pu;
                         j = pv;
@@ -247,15 +248,15 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
             bool planned = false;
             double step = 0.0;
             int npart = 0;
-            if (mode == 1 && last_free && !last_plan && n_hist > 0 &&
-                !((hist_i[0] == i && hist_j[0] == j) || (hist_i[0] == j && hist_j[0] == i))) {
-                const int p0 = hist_i[0], r0 = hist_j[0];
+            if (mode == 1 && S.last_free && !S.last_plan && S.n_hist > 0 &&
+                !((S.hist_i[0] == i && S.hist_j[0] == j) || (S.hist_i[0] == j && S.hist_j[0] == i))) {
+                const int p0 = S.hist_i[0], r0 = S.hist_j[0];
                 const double H01 = smo_cross(K, q, i, j, p0, r0);
                 const double H11 = smo_curv(K, sd, q, p0, r0);
                 const double g0 = S_(-sy[p0] * sg[p0], -sy[r0] * sg[r0]);
                 double mu = 0.0;
-                if (pa_recent == 3 && n_hist > 1) {
-                    const int p1 = hist_i[1], r1 = hist_j[1];
+                if (pa_recent == 3 && S.n_hist > 1) {
+                    const int p1 = S.hist_i[1], r1 = S.hist_j[1];
                     const double H02 = smo_cross(K, q, i, j, p1, r1);
                     const double H12 = smo_cross(K, q, p0, r0, p1, r1);
                     const double H22 = smo_curv(K, sd, q, p1, r1);
@@ -297,32 +298,111 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
             }
             sa[i] = ai;
             sa[j] = aj;
-            hist_i[2] = hist_i[1]; hist_j[2] = hist_j[1];
-            hist_i[1] = hist_i[0]; hist_j[1] = hist_j[0];
-            hist_i[0] = i; hist_j[0] = j;
-            n_hist = n_hist + 1 < 3 ? n_hist + 1 : 3;
-            gain1 = S_(M_(step, b), M_(M_(M_(0.5, a), step), step));
-            last_plan = planned;
-            last_free = is_free && !planned;
-            n_partner = npart;
-            b_step = step;
-            b_i = i;
-            b_j = j;
+            S.hist_i[2] = S.hist_i[1]; S.hist_j[2] = S.hist_j[1];
+            S.hist_i[1] = S.hist_i[0]; S.hist_j[1] = S.hist_j[0];
+            S.hist_i[0] = i; S.hist_j[0] = j;
+            S.n_hist = S.n_hist + 1 < 3 ? S.n_hist + 1 : 3;
+            S.gain1 = S_(M_(step, b), M_(M_(M_(0.5, a), step), step));
+            S.last_plan = planned;
+            S.last_free = is_free && !planned;
+            S.n_partner = npart;
+            S.b_step = step;
+            S.b_i = i;
+            S.b_j = j;
         }
         __syncthreads();
 
-        // ---- every thread updates its own gradient entry from rows i and j of K_BB -----------------
-        if (t < q) {
-            const double d = __dsub_rn(smo_k(K, q, b_i, t), smo_k(K, q, b_j, t));
-            sg[t] = __dadd_rn(sg[t], __dmul_rn(__dmul_rn(sy[t], b_step), d));
+        // ---- every thread updates its own gradient entries from rows i and j of K_BB ---------------
+        const int bi = S.b_i, bj = S.b_j;
+        const double bs = S.b_step;
+        for (int u = t; u < q; u += nt) {
+            const double d = __dsub_rn(smo_k(K, q, bi, u), smo_k(K, q, bj, u));
+            sg[u] = __dadd_rn(sg[u], __dmul_rn(__dmul_rn(sy[u], bs), d));
         }
         ++steps;
         __syncthreads();
     }
+    steps_out = steps;
+    gap_out = gap;
+}
+
+// One block; blockDim.x = a power of two >= max(q, 32); dynamic shared memory: 5 * blockDim.x doubles.
+// K: q x q (row-major, symmetric); y, C, diag: q; alpha: q, in: start, out: solution; G: q (read only).
+// out_steps[0]: SMO steps taken; out_gap[0]: local gap at the last selection.
+// __launch_bounds__(1024): a block of 1,024 threads may use at most 64 registers per thread; without the
+// bound ptxas allocates 72 and the launch fails with "too many resources requested".
+template <typename T>
+__global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q, const double* __restrict__ y_g, double* alpha_g,
+                          const double* __restrict__ G_g, const double* __restrict__ C_g,
+                          const double* __restrict__ diag_g, double eps, double rel_eps, int max_steps,
+                          int mode, int pa_recent, double eta, long long* out_steps, double* out_gap) {
+    extern __shared__ double smem[];
+    const int nt = blockDim.x;
+    double* sa = smem;           // alpha
+    double* sg = smem + nt;      // gradient
+    double* sy = smem + 2 * nt;  // labels
+    double* sc = smem + 3 * nt;  // upper bounds
+    double* sd = smem + 4 * nt;  // gram diagonal
+    __shared__ SmoBlockState S;
+
+    const int t = threadIdx.x;
+    if (t < q) {
+        sa[t] = alpha_g[t];
+        sg[t] = G_g[t];
+        sy[t] = y_g[t];
+        sc[t] = C_g[t];
+        sd[t] = diag_g[t];
+    }
+    __syncthreads();
+    int steps;
+    double gap;
+    smo_block_solve(K, q, sy, sa, sg, sc, sd, eps, rel_eps, max_steps, mode, pa_recent, eta, S, steps, gap);
     if (t < q) alpha_g[t] = sa[t];
     if (t == 0) {
         out_steps[0] = steps;
         out_gap[0] = gap;
+    }
+}
+
+// One block per segment c (gridDim.x = number of segments; blockDim.x a power of two, 32..512: the
+// launch bound, under which ptxas spills a few bytes, as many as under 1,024; any segment size).
+// Segment c: variables seg[c] .. seg[c + 1] - 1 of y, C, diag, alpha and G; its Gram block is the
+// row-major q_c x q_c matrix at K + k_off[c]. alpha: in, the start; out, the solution.
+// G: out, the final gradient Q alpha - 1 of the segment's problem; the start is computed here from
+// the starting alpha as G_u = y_u * sum_k (y_k alpha_k) K[k, u] - 1 (k in increasing order, zero alphas
+// skipped; column u of the symmetric block, so a warp's reads are coalesced). The solve is the exact
+// local SMO (rel_eps = 0) to the gap eps or max_steps steps; out_steps[c], out_gap[c] per segment.
+template <typename T>
+__global__ void __launch_bounds__(512) local_smo_batched(const T* __restrict__ K, const long long* __restrict__ k_off,
+                                  const long long* __restrict__ seg, const double* __restrict__ y_g,
+                                  double* alpha_g, double* G_g, const double* __restrict__ C_g,
+                                  const double* __restrict__ diag_g, double eps, int max_steps, int mode,
+                                  int pa_recent, double eta, long long* out_steps, double* out_gap) {
+    __shared__ SmoBlockState S;
+    const int c = blockIdx.x;
+    const int t = threadIdx.x, nt = blockDim.x;
+    const long long s0 = seg[c];
+    const int q = (int)(seg[c + 1] - s0);
+    const T* Kc = K + k_off[c];
+    const double* sy = y_g + s0;
+    double* sa = alpha_g + s0;
+    double* sg = G_g + s0;
+    for (int u = t; u < q; u += nt) {
+        double acc = 0.0;
+        for (int k = 0; k < q; ++k) {
+            const double ak = sa[k];
+            if (ak != 0.0) acc = __dadd_rn(acc, __dmul_rn(__dmul_rn(sy[k], ak), smo_k(Kc, q, k, u)));
+        }
+        sg[u] = __dsub_rn(__dmul_rn(sy[u], acc), 1.0);
+    }
+    __syncthreads();
+    int steps;
+    double gap;
+    smo_block_solve(Kc, q, sy, sa, sg, C_g + s0, diag_g + s0, eps, 0.0, max_steps, mode, pa_recent, eta, S,
+                    steps, gap);
+    if (t == 0) {
+        out_steps[c] = steps;
+        out_gap[c] = gap;
     }
 }
 

@@ -242,6 +242,80 @@ def test_local_smo_gpu_matches_cpu(gpu_backend, dtype, mode, rec):
         np.testing.assert_allclose(float(be.to_host(g_gpu)[0]), float(g_cpu[0]), rtol=1e-6, atol=1e-9)
 
 
+def _segments_problem(sizes, seed, dtype=np.float32, warm=True):
+    """Independent sub-problems packed as local_smo_batched takes them (feasible starts, no outside term)."""
+    parts = [_subproblem(q, seed=seed + i, dtype=dtype) if q else None for i, q in enumerate(sizes)]
+    K_flat = np.concatenate([p[0].ravel() for p in parts if p is not None]).astype(dtype)
+    seg = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    k_off = np.concatenate([[0], np.cumsum([q * q for q in sizes])[:-1]]).astype(np.int64)
+    cat = [np.concatenate([p[j] for p in parts if p is not None]) for j in (1, 2, 4, 5)]
+    y, alpha, C, diag = cat
+    if not warm:
+        alpha = np.zeros_like(alpha)
+    return parts, K_flat, k_off, seg, y, alpha, C, diag
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_local_smo_batched_solves_each_segment(mode):
+    sizes = [0, 1, 40, 0, 300, 5]
+    parts, K_flat, k_off, seg, y, alpha, C, diag = _segments_problem(sizes, seed=3)
+    a, G, steps, gap = CPU.local_smo_batched(K_flat, k_off, seg, y, alpha, C, diag, 1e-5, -1, mode)
+    for c, q in enumerate(sizes):
+        if q == 0:
+            continue
+        s = slice(seg[c], seg[c + 1])
+        K, yc, Q = parts[c][0], parts[c][1], parts[c][6]
+        # the returned gradient is that of the segment's own problem at its solution
+        np.testing.assert_allclose(G[s], Q @ a[s] - 1.0, rtol=0, atol=1e-9)
+        assert np.all(a[s] >= 0) and np.all(a[s] <= C[s])
+        assert abs(np.dot(yc, a[s])) <= 1e-10 * q
+        if q > 1:
+            assert int(steps[c]) > 0
+            assert _local_gap(yc, a[s], Q @ a[s] - 1.0, C[s]) <= 2e-5
+    # from alpha = 0 every segment is exactly what local_smo does with G = -1 and no loosening
+    _, K_flat, k_off, seg, y, alpha0, C, diag = _segments_problem(sizes, seed=3, warm=False)
+    a0, _, steps0, _ = CPU.local_smo_batched(K_flat, k_off, seg, y, alpha0, C, diag, 1e-3, -1, mode)
+    for c, q in enumerate(sizes):
+        if q:
+            s = slice(seg[c], seg[c + 1])
+            a1, st1, _ = CPU.local_smo(parts[c][0], y[s], alpha0[s], -np.ones(q), C[s], diag[s], 1e-3, -1, mode,
+                                       rel_eps=0.0)
+            np.testing.assert_array_equal(a0[s], a1)
+            assert int(st1[0]) == int(steps0[c])
+
+
+def test_local_smo_batched_step_cap_and_validation():
+    sizes = [64, 30]
+    _, K_flat, k_off, seg, y, alpha, C, diag = _segments_problem(sizes, seed=5)
+    _, _, steps, gap = CPU.local_smo_batched(K_flat, k_off, seg, y, alpha, C, diag, 1e-12, 4, 0)
+    assert steps.tolist() == [4, 4] and np.all(gap > 1e-12)
+    with pytest.raises(ValueError, match="seg must rise"):
+        CPU.local_smo_batched(K_flat, k_off, [0, 64, 90], y, alpha, C, diag, 1e-3, -1)
+    with pytest.raises(ValueError, match="runs past the end"):
+        CPU.local_smo_batched(K_flat[:-1], k_off, seg, y, alpha, C, diag, 1e-3, -1)
+    with pytest.raises(ValueError, match="k_off of length"):
+        CPU.local_smo_batched(K_flat, k_off[:1], seg, y, alpha, C, diag, 1e-3, -1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode,rec", [(0, 2), (1, 3)])
+def test_local_smo_batched_gpu_matches_cpu(gpu_backend, dtype, mode, rec):
+    be = gpu_backend
+    # 700 > 512 threads: each thread owns two variables of that segment; 0 and 1: nothing to do
+    sizes = [3, 0, 700, 1, 130]
+    _, K_flat, k_off, seg, y, alpha, C, diag = _segments_problem(sizes, seed=9, dtype=dtype)
+    out_cpu = CPU.local_smo_batched(K_flat, k_off, seg, y, alpha, C, diag, 1e-2, 5000, mode, rec)
+    args = [be.asarray(v) for v in (y, alpha, C, diag)]
+    out_gpu = be.local_smo_batched(be.asarray(K_flat), k_off, seg, *args, 1e-2, 5000, mode, rec)
+    a_cpu, G_cpu, st_cpu, gap_cpu = out_cpu
+    a_gpu, G_gpu, st_gpu, gap_gpu = (be.to_host(v) for v in out_gpu)
+    # the same choices step for step: the same step counts and (to rounding) the same solutions
+    assert st_gpu.tolist() == st_cpu.tolist() and st_cpu[2] > 0
+    np.testing.assert_allclose(a_gpu, a_cpu, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(G_gpu, G_cpu, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gap_gpu, gap_cpu, rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_grad_update_rows(backend, dtype):
     rng = np.random.default_rng(4)

@@ -51,6 +51,7 @@ TAU = 1e-12
 PA_ETA = 0.9
 PA_COND = 1e-8
 MAX_Q = 1024
+_BATCHED_THREADS = 512  # local_smo_batched's __launch_bounds__
 
 _NB = None
 
@@ -108,10 +109,9 @@ def _numba_impl():
         return t * b - 0.5 * aa * t * t
 
     @numba.njit(cache=True)
-    def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
-        q = alpha0.shape[0]
-        a = alpha0.copy()
-        g = G0.copy()
+    def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
+        # the local solve; updates alpha ``a`` and the gradient ``g`` in place, returns (steps, gap)
+        q = a.shape[0]
         hist_i = np.full(3, -1, np.int64)  # most recent first
         hist_j = np.full(3, -1, np.int64)
         n_hist = 0
@@ -251,7 +251,37 @@ def _numba_impl():
             last_free = free and not planned
             n_partner = npart
             steps += 1
+        return steps, gap
+
+    @numba.njit(cache=True)
+    def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
+        a = alpha0.copy()
+        g = G0.copy()
+        steps, gap = local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta)
         return a, steps, gap
+
+    @numba.njit(cache=True, parallel=True)
+    def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps, mode, pa_recent, eta,
+                             out_steps, out_gap):
+        # segments in parallel (each writes only its own slices); within one, the kernel's arithmetic
+        for c in numba.prange(seg.shape[0] - 1):
+            s0 = seg[c]
+            q = seg[c + 1] - s0
+            K = Kflat[k_off[c]:k_off[c] + q * q].reshape((q, q))
+            ys = y[s0:s0 + q]
+            a = alpha[s0:s0 + q]
+            g = G[s0:s0 + q]
+            for u in range(q):
+                acc = 0.0
+                for k in range(q):
+                    ak = a[k]
+                    if ak != 0.0:
+                        acc = acc + (ys[k] * ak) * np.float64(K[k, u])
+                g[u] = ys[u] * acc - 1.0
+            steps, gap = local_smo_core(K, ys, a, g, C[s0:s0 + q], diag[s0:s0 + q], eps, 0.0, max_steps, mode,
+                                        pa_recent, eta)
+            out_steps[c] = steps
+            out_gap[c] = gap
 
     @numba.njit(cache=True)
     def grad_update_rows_nb(G, y, K, rows, coef):
@@ -266,7 +296,7 @@ def _numba_impl():
         for col in range(n):
             G[col] += y[col] * acc[col]
 
-    _NB = (local_smo_nb, grad_update_rows_nb)
+    _NB = (local_smo_nb, grad_update_rows_nb, local_smo_batched_nb)
     return _NB
 
 
@@ -306,7 +336,7 @@ def local_smo_cpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
     np = be.xp
     q = int(alpha_B.shape[0])
     _check_q(q)
-    local_smo_nb, _ = _numba_impl()
+    local_smo_nb = _numba_impl()[0]
     K = np.ascontiguousarray(K_BB)
     a, steps, gap = local_smo_nb(K, np.ascontiguousarray(y_B, dtype=np.float64),
                                  np.ascontiguousarray(alpha_B, dtype=np.float64),
@@ -371,6 +401,114 @@ def local_smo_gpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
     return a_out, steps, gap
 
 
+def _segments(K_flat, k_off, seg, n):
+    """Host int64 copies of the segment bounds and Gram offsets, checked against ``K_flat`` and ``n``."""
+    import numpy
+
+    seg = numpy.asarray(seg, dtype=numpy.int64).ravel()
+    k_off = numpy.asarray(k_off, dtype=numpy.int64).ravel()
+    nseg = int(seg.shape[0]) - 1
+    if nseg < 0 or int(k_off.shape[0]) != nseg:
+        raise ValueError(f"local_smo_batched needs seg of length n_segments + 1 and k_off of length n_segments, "
+                         f"got {seg.shape[0]} and {k_off.shape[0]}")
+    q = numpy.diff(seg)
+    if nseg and (seg[0] != 0 or seg[-1] != n or numpy.any(q < 0)):
+        raise ValueError(f"local_smo_batched: seg must rise from 0 to the {n} variables, got {seg[:3].tolist()}"
+                         f"...{seg[-3:].tolist()}")
+    if nseg and (numpy.any(k_off < 0) or numpy.any(k_off + q * q > int(K_flat.shape[0]))):
+        raise ValueError("local_smo_batched: a segment's q x q Gram block at k_off runs past the end of K_flat "
+                         f"({K_flat.shape[0]} values)")
+    return k_off, seg, (int(q.max()) if nseg else 0)
+
+
+@register_op("local_smo_batched", "cpu")
+def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_steps, mode=0, pa_recent=2,
+                          *, eta=PA_ETA):
+    """Solve many independent C-SVC duals (segments) exactly, each by the local solve of :func:`local_smo_cpu`.
+
+    Segment ``c`` is the problem of the variables ``seg[c]:seg[c + 1]`` with the Gram block
+    ``K_flat[k_off[c]:k_off[c] + q_c**2].reshape(q_c, q_c)`` (symmetric), its own equality constraint
+    ``sum y alpha = 0`` and the start ``alpha``; its gradient ``G = Q alpha - 1`` is computed from that start
+    (``G_u = y_u sum_k (y_k alpha_k) K[k, u] - 1``, zero alphas skipped) and the SMO (mode 0) or PA-SMO
+    (mode 1) steps run to the gap ``eps`` (no relative loosening) or ``max_steps``. DC-SVM's cluster
+    subproblems (:mod:`gpusvm._solvers.dcsvm`). GPU: ``local_smo_batched`` in kernels/smo_local.cu, one
+    thread block per segment; CPU twin: the Numba solve, segments in parallel threads.
+
+    Parameters
+    ----------
+    K_flat : ndarray of shape (total,), float32 or float64
+        The segments' Gram blocks, each row-major.
+    k_off : sequence of int, length n_segments (host)
+    seg : sequence of int, length n_segments + 1 (host), from 0 to n
+    y, alpha, C, diag : ndarray of shape (n,), float64
+        Labels (+-1), starting alpha (feasible per segment), upper bounds, ``K_uu``.
+    eps : float
+    max_steps : int
+        Per segment (negative: no cap).
+    mode, pa_recent : as :func:`local_smo_cpu`
+
+    Returns
+    -------
+    alpha : ndarray (n,), float64
+    G : ndarray (n,), float64
+        Each segment's gradient at its solution.
+    steps : ndarray (n_segments,), int64
+    gap : ndarray (n_segments,), float64
+        Each segment's gap at its last selection.
+    """
+    np = be.xp
+    n = int(y.shape[0])
+    k_off, seg, _ = _segments(K_flat, k_off, seg, n)
+    nseg = int(seg.shape[0]) - 1
+    a = np.array(alpha, dtype=np.float64, copy=True)
+    G = np.empty(n, dtype=np.float64)
+    steps = np.zeros(nseg, dtype=np.int64)
+    gap = np.zeros(nseg, dtype=np.float64)
+    if nseg:
+        K = np.ascontiguousarray(K_flat)
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        _numba_impl()[2](K, k_off, seg, np.ascontiguousarray(y, dtype=np.float64), a, G,
+                         np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(diag, dtype=np.float64),
+                         float(eps), _steps_cap(max_steps), int(mode), int(min(max(pa_recent, 1), 3)), float(eta),
+                         steps, gap)
+    return a, G, steps, gap
+
+
+@register_op("local_smo_batched", "gpu")
+def local_smo_batched_gpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_steps, mode=0, pa_recent=2,
+                          *, eta=PA_ETA):
+    """GPU twin of :func:`local_smo_batched_cpu`: one launch of ``local_smo_batched`` (kernels/smo_local.cu),
+    one thread block per segment (up to 512 threads, the kernel's launch bound; a larger segment gives
+    each thread several variables). No host synchronization."""
+    import cupy as cp
+
+    from ..cuda_source import ctype, get_kernel
+
+    n = int(y.shape[0])
+    k_off, seg, qmax = _segments(K_flat, k_off, seg, n)
+    nseg = int(seg.shape[0]) - 1
+    f64 = cp.float64
+    with be.device:
+        a = cp.array(alpha, dtype=f64, copy=True)
+        G = cp.empty(n, dtype=f64)
+        steps = cp.zeros(nseg, dtype=cp.int64)
+        gap = cp.zeros(nseg, dtype=f64)
+        if nseg == 0:
+            return a, G, steps, gap
+        K = cp.ascontiguousarray(K_flat)
+        if K.dtype not in (cp.float32, cp.float64):
+            K = K.astype(f64)
+        fn = get_kernel("smo_local.cu", f"local_smo_batched<{ctype(K.dtype)}>", be.device_id)
+        threads = min(_BATCHED_THREADS, _threads_for(qmax))
+        fn((nseg,), (threads,), (
+            K, cp.asarray(k_off), cp.asarray(seg), cp.ascontiguousarray(y, dtype=f64), a, G,
+            cp.ascontiguousarray(C, dtype=f64), cp.ascontiguousarray(diag, dtype=f64), f64(float(eps)),
+            cp.int32(_steps_cap(max_steps)), cp.int32(int(mode)), cp.int32(min(max(int(pa_recent), 1), 3)),
+            f64(float(eta)), steps, gap))
+    return a, G, steps, gap
+
+
 @register_op("grad_update_rows", "cpu")
 def grad_update_rows_cpu(be, G, y, K_rows, coef, rows=None):
     """In place ``G += y * (coef @ K_rows[rows])``, accumulated in float64; rows with ``coef == 0`` skipped.
@@ -387,7 +525,7 @@ def grad_update_rows_cpu(be, G, y, K_rows, coef, rows=None):
         rows need not be copied out of a cache.
     """
     np = be.xp
-    _, grad_update_rows_nb = _numba_impl()
+    grad_update_rows_nb = _numba_impl()[1]
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     rows = np.arange(coef.shape[0], dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     K = K_rows if K_rows.flags.c_contiguous else np.ascontiguousarray(K_rows)
