@@ -45,6 +45,9 @@ for the expressions that decide the working set, so its choices match the CPU tw
 
 from __future__ import annotations
 
+import numba
+import numpy as np
+
 from ..base import register_op
 
 TAU = 1e-12
@@ -53,251 +56,255 @@ PA_COND = 1e-8
 MAX_Q = 1024
 _BATCHED_THREADS = 512  # local_smo_batched's __launch_bounds__
 
-_NB = None
+# The Numba twins are module-level functions: defined inside a function (as they were until the
+# batched op), the on-disk cache missed in every new process (the closure's cells, other jitted
+# functions, enter the cache key), so each process recompiled them for seconds.
+
+
+@numba.njit(cache=True)
+def _up(y, a, c):
+    return (y > 0.0 and a < c) or (y < 0.0 and a > 0.0)
+
+
+@numba.njit(cache=True)
+def _low(y, a, c):
+    return (y > 0.0 and a > 0.0) or (y < 0.0 and a < c)
+
+
+@numba.njit(cache=True)
+def _limit(yi, ai, ci, yj, aj, cj):
+    # largest t >= 0 with alpha_i + y_i t and alpha_j - y_j t inside their boxes
+    ui = ci - ai if yi > 0.0 else ai
+    uj = aj if yj > 0.0 else cj - aj
+    return ui, uj
+
+
+@numba.njit(cache=True)
+def _cross(K, i, j, p, r):
+    # (e_i - e_j)^T K (e_p - e_r)
+    return (np.float64(K[i, p]) - np.float64(K[i, r])) - (np.float64(K[j, p]) - np.float64(K[j, r]))
+
+
+@numba.njit(cache=True)
+def _curv(K, diag, u, v):
+    a = (diag[u] + diag[v]) - 2.0 * np.float64(K[u, v])
+    return a if a > 0.0 else TAU
+
+
+@numba.njit(cache=True)
+def _clipped_gain(K, diag, y, a, g, C, u, v):
+    # gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0
+    su = -y[u] * g[u]
+    sv = -y[v] * g[v]
+    if su < sv:
+        u, v = v, u
+        su, sv = sv, su
+    b = su - sv
+    ui, uj = _limit(y[u], a[u], C[u], y[v], a[v], C[v])
+    ub = min(ui, uj)
+    if not (b > 0.0) or not (ub > 0.0):
+        return 0.0
+    aa = _curv(K, diag, u, v)
+    t = b / aa
+    if t > ub:
+        t = ub
+    return t * b - 0.5 * aa * t * t
+
+
+@numba.njit(cache=True)
+def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
+    # the local solve; updates alpha ``a`` and the gradient ``g`` in place, returns (steps, gap)
+    q = a.shape[0]
+    hist_i = np.full(3, -1, np.int64)  # most recent first
+    hist_j = np.full(3, -1, np.int64)
+    n_hist = 0
+    last_free = False  # the previous step was a plain SMO step that did not hit the box
+    last_plan = False  # the previous step was a planning step
+    n_partner = 0      # working sets it planned with (history slots 1..n_partner now)
+    gain1 = 0.0        # gain of the previous step
+    eps_eff = eps
+    gap = 0.0
+    steps = 0
+    while True:
+        # ---- maximal violating pair: i (and the gap) --------------------------------------
+        m = -np.inf
+        Mn = np.inf
+        i = -1
+        for t in range(q):
+            st = -y[t] * g[t]
+            if _up(y[t], a[t], C[t]) and st > m:
+                m = st
+                i = t
+            if _low(y[t], a[t], C[t]) and st < Mn:
+                Mn = st
+        gap = m - Mn
+        if steps == 0:
+            eps_eff = max(eps, rel_eps * gap)
+        if i < 0 or not (gap > eps_eff) or steps >= max_steps:
+            break
+        # ---- WSS2: j by second-order gain against i ----------------------------------------
+        best = -np.inf
+        j = -1
+        Ki = K[i]
+        for t in range(q):
+            if _low(y[t], a[t], C[t]):
+                st = -y[t] * g[t]
+                b = m - st
+                if b > 0.0:
+                    aa = (diag[i] + diag[t]) - 2.0 * np.float64(Ki[t])
+                    if aa <= 0.0:
+                        aa = TAU
+                    val = (b * b) / aa
+                    if val > best:
+                        best = val
+                        j = t
+        if j < 0:
+            break
+        # ---- PA-SMO: modified selection right after a planning step (eta safeguard) --------
+        if mode == 1 and last_plan:
+            gw = _clipped_gain(K, diag, y, a, g, C, i, j)
+            pbest = -np.inf
+            pu = -1
+            pv = -1
+            for h in range(1, 1 + n_partner):
+                gr = _clipped_gain(K, diag, y, a, g, C, hist_i[h], hist_j[h])
+                if gr > pbest:
+                    pbest = gr
+                    pu = hist_i[h]
+                    pv = hist_j[h]
+            if pu >= 0 and pbest > 0.0 and gain1 + gw < eta * (gain1 + pbest):
+                if -y[pu] * g[pu] >= -y[pv] * g[pv]:
+                    i = pu
+                    j = pv
+                else:
+                    i = pv
+                    j = pu
+        # ---- the step --------------------------------------------------------------------
+        si = -y[i] * g[i]
+        sj = -y[j] * g[j]
+        b = si - sj
+        aa = _curv(K, diag, i, j)
+        ui, uj = _limit(y[i], a[i], C[i], y[j], a[j], C[j])
+        ub = min(ui, uj)
+        planned = False
+        t_step = 0.0
+        npart = 0
+        if (mode == 1 and last_free and not last_plan and n_hist > 0
+                and not ((hist_i[0] == i and hist_j[0] == j) or (hist_i[0] == j and hist_j[0] == i))):
+            p0 = hist_i[0]
+            r0 = hist_j[0]
+            H01 = _cross(K, i, j, p0, r0)
+            H11 = _curv(K, diag, p0, r0)
+            g0 = (-y[p0] * g[p0]) - (-y[r0] * g[r0])
+            mu = 0.0
+            if pa_recent == 3 and n_hist > 1:
+                p1 = hist_i[1]
+                r1 = hist_j[1]
+                H02 = _cross(K, i, j, p1, r1)
+                H12 = _cross(K, p0, r0, p1, r1)
+                H22 = _curv(K, diag, p1, r1)
+                g1 = (-y[p1] * g[p1]) - (-y[r1] * g[r1])
+                det = (aa * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
+                       + H02 * (H01 * H12 - H11 * H02))
+                m2 = aa * H11 - H01 * H01
+                if m2 > PA_COND * aa * H11 and det > PA_COND * aa * H11 * H22:
+                    num = (b * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
+                           + H02 * (g0 * H12 - H11 * g1))
+                    mu = num / det
+                    if mu > 0.0 and mu < ub:
+                        npart = 2
+            if npart == 0:
+                det = aa * H11 - H01 * H01
+                if det > PA_COND * aa * H11:
+                    mu = (H11 * b - H01 * g0) / det
+                    if mu > 0.0 and mu < ub:
+                        npart = 1
+            if npart > 0:
+                t_step = mu
+                planned = True
+        if not planned:
+            t_step = b / aa
+            if t_step > ub:
+                t_step = ub
+        free = t_step < ub
+        # ---- update alpha (exactly onto a bound when clipped) and the local gradient -------
+        ai_new = a[i] + y[i] * t_step
+        aj_new = a[j] - y[j] * t_step
+        if not free:
+            if t_step >= ui:
+                ai_new = C[i] if y[i] > 0.0 else 0.0
+            if t_step >= uj:
+                aj_new = 0.0 if y[j] > 0.0 else C[j]
+        a[i] = ai_new
+        a[j] = aj_new
+        Kj = K[j]
+        Ki = K[i]
+        for k in range(q):
+            d = np.float64(Ki[k]) - np.float64(Kj[k])
+            g[k] = g[k] + (y[k] * t_step) * d
+        hist_i[2] = hist_i[1]
+        hist_j[2] = hist_j[1]
+        hist_i[1] = hist_i[0]
+        hist_j[1] = hist_j[0]
+        hist_i[0] = i
+        hist_j[0] = j
+        n_hist = min(n_hist + 1, 3)
+        gain1 = t_step * b - 0.5 * aa * t_step * t_step
+        last_plan = planned
+        last_free = free and not planned
+        n_partner = npart
+        steps += 1
+    return steps, gap
+
+
+@numba.njit(cache=True)
+def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
+    a = alpha0.copy()
+    g = G0.copy()
+    steps, gap = local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta)
+    return a, steps, gap
+
+
+@numba.njit(cache=True, nogil=True)
+def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps, mode, pa_recent, eta,
+                         out_steps, out_gap):
+    # segments in parallel (each writes only its own slices); within one, the kernel's arithmetic
+    for c in range(seg.shape[0] - 1):
+        s0 = seg[c]
+        q = seg[c + 1] - s0
+        K = Kflat[k_off[c]:k_off[c] + q * q].reshape((q, q))
+        ys = y[s0:s0 + q]
+        a = alpha[s0:s0 + q]
+        g = G[s0:s0 + q]
+        for u in range(q):
+            acc = 0.0
+            for k in range(q):
+                ak = a[k]
+                if ak != 0.0:
+                    acc = acc + (ys[k] * ak) * np.float64(K[k, u])
+            g[u] = ys[u] * acc - 1.0
+        steps, gap = local_smo_core(K, ys, a, g, C[s0:s0 + q], diag[s0:s0 + q], eps, 0.0, max_steps, mode,
+                                    pa_recent, eta)
+        out_steps[c] = steps
+        out_gap[c] = gap
+
+
+@numba.njit(cache=True)
+def grad_update_rows_nb(G, y, K, rows, coef):
+    n = K.shape[1]
+    acc = np.zeros(n, np.float64)
+    for k in range(coef.shape[0]):
+        c = coef[k]
+        if c != 0.0:
+            row = K[rows[k]]
+            for col in range(n):
+                acc[col] += c * np.float64(row[col])
+    for col in range(n):
+        G[col] += y[col] * acc[col]
 
 
 def _numba_impl():
-    """Compile (once, cached on disk) the Numba twins; imported lazily to keep numba off import gpusvm."""
-    global _NB
-    if _NB is not None:
-        return _NB
-    import numba
-    import numpy as np
-
-    @numba.njit(cache=True)
-    def _up(y, a, c):
-        return (y > 0.0 and a < c) or (y < 0.0 and a > 0.0)
-
-    @numba.njit(cache=True)
-    def _low(y, a, c):
-        return (y > 0.0 and a > 0.0) or (y < 0.0 and a < c)
-
-    @numba.njit(cache=True)
-    def _limit(yi, ai, ci, yj, aj, cj):
-        # largest t >= 0 with alpha_i + y_i t and alpha_j - y_j t inside their boxes
-        ui = ci - ai if yi > 0.0 else ai
-        uj = aj if yj > 0.0 else cj - aj
-        return ui, uj
-
-    @numba.njit(cache=True)
-    def _cross(K, i, j, p, r):
-        # (e_i - e_j)^T K (e_p - e_r)
-        return (np.float64(K[i, p]) - np.float64(K[i, r])) - (np.float64(K[j, p]) - np.float64(K[j, r]))
-
-    @numba.njit(cache=True)
-    def _curv(K, diag, u, v):
-        a = (diag[u] + diag[v]) - 2.0 * np.float64(K[u, v])
-        return a if a > 0.0 else TAU
-
-    @numba.njit(cache=True)
-    def _clipped_gain(K, diag, y, a, g, C, u, v):
-        # gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0
-        su = -y[u] * g[u]
-        sv = -y[v] * g[v]
-        if su < sv:
-            u, v = v, u
-            su, sv = sv, su
-        b = su - sv
-        ui, uj = _limit(y[u], a[u], C[u], y[v], a[v], C[v])
-        ub = min(ui, uj)
-        if not (b > 0.0) or not (ub > 0.0):
-            return 0.0
-        aa = _curv(K, diag, u, v)
-        t = b / aa
-        if t > ub:
-            t = ub
-        return t * b - 0.5 * aa * t * t
-
-    @numba.njit(cache=True)
-    def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
-        # the local solve; updates alpha ``a`` and the gradient ``g`` in place, returns (steps, gap)
-        q = a.shape[0]
-        hist_i = np.full(3, -1, np.int64)  # most recent first
-        hist_j = np.full(3, -1, np.int64)
-        n_hist = 0
-        last_free = False  # the previous step was a plain SMO step that did not hit the box
-        last_plan = False  # the previous step was a planning step
-        n_partner = 0      # working sets it planned with (history slots 1..n_partner now)
-        gain1 = 0.0        # gain of the previous step
-        eps_eff = eps
-        gap = 0.0
-        steps = 0
-        while True:
-            # ---- maximal violating pair: i (and the gap) --------------------------------------
-            m = -np.inf
-            Mn = np.inf
-            i = -1
-            for t in range(q):
-                st = -y[t] * g[t]
-                if _up(y[t], a[t], C[t]) and st > m:
-                    m = st
-                    i = t
-                if _low(y[t], a[t], C[t]) and st < Mn:
-                    Mn = st
-            gap = m - Mn
-            if steps == 0:
-                eps_eff = max(eps, rel_eps * gap)
-            if i < 0 or not (gap > eps_eff) or steps >= max_steps:
-                break
-            # ---- WSS2: j by second-order gain against i ----------------------------------------
-            best = -np.inf
-            j = -1
-            Ki = K[i]
-            for t in range(q):
-                if _low(y[t], a[t], C[t]):
-                    st = -y[t] * g[t]
-                    b = m - st
-                    if b > 0.0:
-                        aa = (diag[i] + diag[t]) - 2.0 * np.float64(Ki[t])
-                        if aa <= 0.0:
-                            aa = TAU
-                        val = (b * b) / aa
-                        if val > best:
-                            best = val
-                            j = t
-            if j < 0:
-                break
-            # ---- PA-SMO: modified selection right after a planning step (eta safeguard) --------
-            if mode == 1 and last_plan:
-                gw = _clipped_gain(K, diag, y, a, g, C, i, j)
-                pbest = -np.inf
-                pu = -1
-                pv = -1
-                for h in range(1, 1 + n_partner):
-                    gr = _clipped_gain(K, diag, y, a, g, C, hist_i[h], hist_j[h])
-                    if gr > pbest:
-                        pbest = gr
-                        pu = hist_i[h]
-                        pv = hist_j[h]
-                if pu >= 0 and pbest > 0.0 and gain1 + gw < eta * (gain1 + pbest):
-                    if -y[pu] * g[pu] >= -y[pv] * g[pv]:
-                        i = pu
-                        j = pv
-                    else:
-                        i = pv
-                        j = pu
-            # ---- the step --------------------------------------------------------------------
-            si = -y[i] * g[i]
-            sj = -y[j] * g[j]
-            b = si - sj
-            aa = _curv(K, diag, i, j)
-            ui, uj = _limit(y[i], a[i], C[i], y[j], a[j], C[j])
-            ub = min(ui, uj)
-            planned = False
-            t_step = 0.0
-            npart = 0
-            if (mode == 1 and last_free and not last_plan and n_hist > 0
-                    and not ((hist_i[0] == i and hist_j[0] == j) or (hist_i[0] == j and hist_j[0] == i))):
-                p0 = hist_i[0]
-                r0 = hist_j[0]
-                H01 = _cross(K, i, j, p0, r0)
-                H11 = _curv(K, diag, p0, r0)
-                g0 = (-y[p0] * g[p0]) - (-y[r0] * g[r0])
-                mu = 0.0
-                if pa_recent == 3 and n_hist > 1:
-                    p1 = hist_i[1]
-                    r1 = hist_j[1]
-                    H02 = _cross(K, i, j, p1, r1)
-                    H12 = _cross(K, p0, r0, p1, r1)
-                    H22 = _curv(K, diag, p1, r1)
-                    g1 = (-y[p1] * g[p1]) - (-y[r1] * g[r1])
-                    det = (aa * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
-                           + H02 * (H01 * H12 - H11 * H02))
-                    m2 = aa * H11 - H01 * H01
-                    if m2 > PA_COND * aa * H11 and det > PA_COND * aa * H11 * H22:
-                        num = (b * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
-                               + H02 * (g0 * H12 - H11 * g1))
-                        mu = num / det
-                        if mu > 0.0 and mu < ub:
-                            npart = 2
-                if npart == 0:
-                    det = aa * H11 - H01 * H01
-                    if det > PA_COND * aa * H11:
-                        mu = (H11 * b - H01 * g0) / det
-                        if mu > 0.0 and mu < ub:
-                            npart = 1
-                if npart > 0:
-                    t_step = mu
-                    planned = True
-            if not planned:
-                t_step = b / aa
-                if t_step > ub:
-                    t_step = ub
-            free = t_step < ub
-            # ---- update alpha (exactly onto a bound when clipped) and the local gradient -------
-            ai_new = a[i] + y[i] * t_step
-            aj_new = a[j] - y[j] * t_step
-            if not free:
-                if t_step >= ui:
-                    ai_new = C[i] if y[i] > 0.0 else 0.0
-                if t_step >= uj:
-                    aj_new = 0.0 if y[j] > 0.0 else C[j]
-            a[i] = ai_new
-            a[j] = aj_new
-            Kj = K[j]
-            Ki = K[i]
-            for k in range(q):
-                d = np.float64(Ki[k]) - np.float64(Kj[k])
-                g[k] = g[k] + (y[k] * t_step) * d
-            hist_i[2] = hist_i[1]
-            hist_j[2] = hist_j[1]
-            hist_i[1] = hist_i[0]
-            hist_j[1] = hist_j[0]
-            hist_i[0] = i
-            hist_j[0] = j
-            n_hist = min(n_hist + 1, 3)
-            gain1 = t_step * b - 0.5 * aa * t_step * t_step
-            last_plan = planned
-            last_free = free and not planned
-            n_partner = npart
-            steps += 1
-        return steps, gap
-
-    @numba.njit(cache=True)
-    def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta):
-        a = alpha0.copy()
-        g = G0.copy()
-        steps, gap = local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent, eta)
-        return a, steps, gap
-
-    @numba.njit(cache=True, parallel=True)
-    def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps, mode, pa_recent, eta,
-                             out_steps, out_gap):
-        # segments in parallel (each writes only its own slices); within one, the kernel's arithmetic
-        for c in numba.prange(seg.shape[0] - 1):
-            s0 = seg[c]
-            q = seg[c + 1] - s0
-            K = Kflat[k_off[c]:k_off[c] + q * q].reshape((q, q))
-            ys = y[s0:s0 + q]
-            a = alpha[s0:s0 + q]
-            g = G[s0:s0 + q]
-            for u in range(q):
-                acc = 0.0
-                for k in range(q):
-                    ak = a[k]
-                    if ak != 0.0:
-                        acc = acc + (ys[k] * ak) * np.float64(K[k, u])
-                g[u] = ys[u] * acc - 1.0
-            steps, gap = local_smo_core(K, ys, a, g, C[s0:s0 + q], diag[s0:s0 + q], eps, 0.0, max_steps, mode,
-                                        pa_recent, eta)
-            out_steps[c] = steps
-            out_gap[c] = gap
-
-    @numba.njit(cache=True)
-    def grad_update_rows_nb(G, y, K, rows, coef):
-        n = K.shape[1]
-        acc = np.zeros(n, np.float64)
-        for k in range(coef.shape[0]):
-            c = coef[k]
-            if c != 0.0:
-                row = K[rows[k]]
-                for col in range(n):
-                    acc[col] += c * np.float64(row[col])
-        for col in range(n):
-            G[col] += y[col] * acc[col]
-
-    _NB = (local_smo_nb, grad_update_rows_nb, local_smo_batched_nb)
-    return _NB
+    return local_smo_nb, grad_update_rows_nb, local_smo_batched_nb
 
 
 def _check_q(q):
@@ -403,19 +410,17 @@ def local_smo_gpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
 
 def _segments(K_flat, k_off, seg, n):
     """Host int64 copies of the segment bounds and Gram offsets, checked against ``K_flat`` and ``n``."""
-    import numpy
-
-    seg = numpy.asarray(seg, dtype=numpy.int64).ravel()
-    k_off = numpy.asarray(k_off, dtype=numpy.int64).ravel()
+    seg = np.asarray(seg, dtype=np.int64).ravel()
+    k_off = np.asarray(k_off, dtype=np.int64).ravel()
     nseg = int(seg.shape[0]) - 1
     if nseg < 0 or int(k_off.shape[0]) != nseg:
         raise ValueError(f"local_smo_batched needs seg of length n_segments + 1 and k_off of length n_segments, "
                          f"got {seg.shape[0]} and {k_off.shape[0]}")
-    q = numpy.diff(seg)
-    if nseg and (seg[0] != 0 or seg[-1] != n or numpy.any(q < 0)):
+    q = np.diff(seg)
+    if nseg and (seg[0] != 0 or seg[-1] != n or np.any(q < 0)):
         raise ValueError(f"local_smo_batched: seg must rise from 0 to the {n} variables, got {seg[:3].tolist()}"
                          f"...{seg[-3:].tolist()}")
-    if nseg and (numpy.any(k_off < 0) or numpy.any(k_off + q * q > int(K_flat.shape[0]))):
+    if nseg and (np.any(k_off < 0) or np.any(k_off + q * q > int(K_flat.shape[0]))):
         raise ValueError("local_smo_batched: a segment's q x q Gram block at k_off runs past the end of K_flat "
                          f"({K_flat.shape[0]} values)")
     return k_off, seg, (int(q.max()) if nseg else 0)
