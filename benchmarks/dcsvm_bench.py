@@ -103,7 +103,9 @@ def _timed_fit(est, X, y, device):
 def _config_label(kw):
     return (f"k={kw['n_clusters_per_level']}, L={kw['n_levels']}" + ("" if kw.get("refine", True) else ", no refine")
             + (f", sub_tol={kw['sub_tol']}" if "sub_tol" in kw else "")
-            + (f", assign={kw['assign']}" if "assign" in kw else ""))
+            + (f", assign={kw['assign']}" if "assign" in kw else "")
+            + ("" if "batch_subproblems" not in kw else (", batched" if kw["batch_subproblems"] else ", one by one"))
+            + (f", min_cluster_size={kw['min_cluster_size']}" if "min_cluster_size" in kw else ""))
 
 
 def _compare(dc_runs, cold_rows):
@@ -252,6 +254,8 @@ def _markdown(doc):
                 dec = (d.get("solver_info") or {}).get("decomposition")
                 if d["level"] in (0, "refine") and not d.get("skipped"):
                     dec = dec or "batched"
+                if d.get("n_batched"):
+                    dec = f"{d['n_batched']} of {d['n_clusters']} clusters batched"
                 it = f"{d.get('n_iter', '-')}" + (f" ({dec})" if dec else "") + _skip_text(d)
                 out.append(f"| {d['level']} | {d['n_clusters']} | {d['time_s']:.2f} | {f2('cpu_s')} | "
                            f"{f2('time_cluster_s')} | {f2('time_solve_s')} | {d['n_sv']} | {it} | "
@@ -271,9 +275,10 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--note", default="")
     ap.add_argument("--configs", default="4,4;8,2",
-                    help="DCSVC configurations 'k,L[,assign];k,L' (n_clusters_per_level, n_levels, and the "
-                         "optional assign rule 'center' or 'nearest'); default: the estimator's defaults "
-                         "(4, 4) and (8, 2)")
+                    help="DCSVC configurations 'k,L[,opt...];k,L' (n_clusters_per_level, n_levels, then "
+                         "optional words: the assign rule 'center' or 'nearest'; 'batch' or 'nobatch' for "
+                         "batch_subproblems=True/False; 'minc=N' for min_cluster_size=N); default: the "
+                         "estimator's defaults (4, 4) and (8, 2)")
     ap.add_argument("--sub-tol", type=float, default=None, help="DCSVC sub_tol (None: its default)")
     ap.add_argument("--no-refine", action="store_true")
     ap.add_argument("--no-cold-batched", action="store_true", help="skip the batched cold row (CPU)")
@@ -307,8 +312,15 @@ def main(argv=None):
         parts = spec_.split(",")
         k_, L_ = int(parts[0]), int(parts[1])
         kw = {"n_levels": L_, "n_clusters_per_level": k_}
-        if len(parts) > 2:
-            kw["assign"] = parts[2]
+        for word in parts[2:]:
+            if word in ("center", "nearest"):
+                kw["assign"] = word
+            elif word in ("batch", "nobatch"):
+                kw["batch_subproblems"] = word == "batch"
+            elif word.startswith("minc="):
+                kw["min_cluster_size"] = int(word[5:])
+            else:
+                ap.error(f"--configs: unknown option {word!r} in {spec_!r}")
         if args.no_refine:
             kw["refine"] = False
         if args.sub_tol is not None:

@@ -9,7 +9,9 @@
 #   "budget": benchmarks/budget_table.py --devices $DEVICES (BUDGET_ARGS; default 3 seeds, 1 timing run of
 #             3 epochs: phishing, ijcnn1 and most of a9a fit in 8 minutes on an H100 machine);
 #   "linear": benchmarks/linear_table.py --device $ONE_DEVICE (LINEAR_ARGS, e.g. --datasets a9a --cap 20);
-#   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a).
+#   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a, and
+#             --configs '4,4,batch;4,4,nobatch;4,4,batch,minc=200' to time the batched cluster solves
+#             against one-by-one and with the 64-cluster level solved; not yet run on a GPU).
 #
 # Usage:  benchmarks/run_gpu.sh [DATA_DIR] [NAME]
 #   DATA_DIR  folder of the LIBSVM .xz files (default: $GPUSVM_DATA, else ../shared/data)

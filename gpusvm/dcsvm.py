@@ -69,9 +69,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     n_levels=2``, still 64 clusters for early prediction) was faster than the defaults k=4, L=4 on all
     three measured data sets. The early model (``early_stop_level``) is where the large savings are.
 
-    **GPU**: the clusters of a level run one after the other on the device (each with the solver's
-    GPU path); batching many small subproblems into one launch is designed but not implemented
-    (see :mod:`gpusvm._solvers.dcsvm`).
+    **GPU**: by default (``batch_subproblems="auto"``) the clusters of a level are solved together in
+    one launch, one thread block per cluster (``batch_max_size`` bounds the clusters it takes; larger
+    ones and the top level run the SVC solver's GPU path); see :mod:`gpusvm._solvers.dcsvm`. Checked
+    on the CPU emulator of the kernels; its speed on a GPU is not yet measured.
 
     Parameters
     ----------
@@ -172,6 +173,17 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Gram-row cache budget per solve, in MB.
     max_iter : int, default=-1
         Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``.
+    batch_subproblems : {"auto", True, False}, default="auto"
+        Solve the clusters of a level that hold both classes and at most ``batch_max_size`` points
+        together, in one launch of the batched local SMO (``be.local_smo_batched``: one CUDA thread
+        block per cluster, each cluster's Gram block formed once; on the CPU its Numba twin), instead
+        of one after the other with ``solver``. Only for the SMO solvers ("smo", "pa-smo") and without
+        an ``executor``; larger clusters still run one at a time. The subproblems and warm starts are
+        the same and are solved to ``sub_tol`` either way. "auto": on the GPU (where one launch per
+        cluster and round was the cost; not yet timed on a device), not on the CPU.
+    batch_max_size : int, default=4096
+        Largest cluster the batched path takes (its Gram block, ``batch_max_size**2`` float32 values
+        with the default ``gram_dtype``, is formed whole).
     executor : concurrent.futures.Executor, default=None
         Where the subproblems run; None: in this process, one after the other. A
         ``concurrent.futures.ThreadPoolExecutor`` solves them in parallel in this process (the SMO
@@ -228,6 +240,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                  tol=1e-3,
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
+                 batch_subproblems="auto", batch_max_size=4096,
                  decision_function_shape="ovr", device="auto", random_state=None, verbose=0, deduplicate="auto"):
         self.C = C
         self.kernel = kernel
@@ -250,6 +263,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.cache_size = cache_size
         self.max_iter = max_iter
         self.executor = executor
+        self.batch_subproblems = batch_subproblems
+        self.batch_max_size = batch_max_size
         self.decision_function_shape = decision_function_shape
         self.device = device
         self.random_state = random_state
@@ -257,6 +272,12 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.deduplicate = deduplicate
 
     # ------------------------------------------------------------------------------------------
+    def _batch(self, be):
+        """Whether the levels' subproblems go through the batched local SMO (``batch_subproblems``)."""
+        if isinstance(self.batch_subproblems, str):  # "auto"
+            return bool(be.is_gpu)
+        return bool(self.batch_subproblems)
+
     def _validate_params(self):
         from ._solvers import get_binary_solver
 
@@ -294,6 +315,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"The 'solver_options' parameter of DCSVC must be None or a dict. "
                              f"Got {self.solver_options!r} instead.")
+        if not (isinstance(self.batch_subproblems, (bool, np.bool_))
+                or (isinstance(self.batch_subproblems, str) and self.batch_subproblems == "auto")):
+            raise ValueError("The 'batch_subproblems' parameter of DCSVC must be 'auto' or a bool. "
+                             f"Got {self.batch_subproblems!r} instead.")
+        check_scalar(self.batch_max_size, "batch_max_size", own, kind="int", low=2)
         check_deduplicate(self.deduplicate, "DCSVC")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
@@ -384,7 +410,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 tol=float(self.tol), sub_tol=max(float(self.tol), 0.1 if self.sub_tol is None else float(self.sub_tol)),
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,
-                random_state=seed, verbose=int(self.verbose), assign=self.assign)
+                random_state=seed, verbose=int(self.verbose), assign=self.assign,
+                batch=self._batch(be), batch_max_size=int(self.batch_max_size))
             for info in res.levels:
                 if n_classes > 2:
                     info = {"pair": (a, b), **info}

@@ -581,3 +581,105 @@ def test_levels_above_a_large_support_vector_share_are_skipped():
     assert not any(lv.get("skip_reason") == "sv_share" for lv in early.levels_)
     with pytest.raises(ValueError, match="max_sv_share"):
         DCSVC(max_sv_share=0.0).fit(X, y)
+
+
+# ---- batched subproblems (local_smo_batched) ---------------------------------------------------
+def _cluster_problem(n=900, k=6, seed=0):
+    """Data, labels, bounds and a fixed partition into k clusters (one of them a single class)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    labels = rng.integers(0, k, size=n)
+    one = labels == k - 1
+    y[one] = 1.0  # the last cluster holds one class: solved (trivially) outside the batch
+    C = np.full(n, 4.0)
+    return X, y, C, labels
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_batched_level_solves_the_same_subproblems(solver):
+    from gpusvm._solvers.dcsvm import _run_level
+
+    be = get_backend("cpu")
+    X, y, C, labels = _cluster_problem()
+    spec = GramSpec("rbf", 0.5)
+    k = int(labels.max()) + 1
+    rng = np.random.default_rng(1)
+    alpha0 = np.where(rng.random(len(y)) < 0.3, rng.uniform(0, 4.0, len(y)), 0.0)  # a warm start to repair
+    kw = dict(solver=solver, tol=1e-3, max_iter=-1, cache_bytes=2**24, options={"gram_dtype": "float64"},
+              random_state=0, executor=None, worker_device="cpu", level=1)
+    a_seq, r_seq, idx, n0 = _run_level(be, X, y, C, alpha0, labels, k, spec, **kw)
+    batch = {"max_size": 4096, "max_bytes": 2**30}
+    a_bat, r_bat, _, n1 = _run_level(be, X, y, C, alpha0, labels, k, spec, batch=batch,
+                                     x_sqnorm=be.row_sqnorms(X, np.float64), **kw)
+    assert n0 == 0 and n1 == k - 1  # every two-class cluster batched
+    for c in range(k):
+        rs, rb = r_seq[c], r_bat[c]
+        ic = idx[c]
+        assert rb["converged"]
+        # the same subproblem solved to the same tolerance: the same dual objective and decision values
+        assert rb["objective"] == pytest.approx(rs["objective"], rel=1e-4, abs=1e-9)
+        np.testing.assert_allclose(rb["decision"], rs["decision"], atol=0.05)
+        # the batched solution is feasible and its reported b and decision are those of its alpha
+        ab = a_bat[ic]
+        assert np.all(ab >= 0) and np.all(ab <= C[ic]) and abs(ab @ y[ic]) < 1e-9
+        if c < k - 1:
+            K = np.exp(-0.5 * ((X[ic][:, None] - X[ic][None]) ** 2).sum(-1))
+            np.testing.assert_allclose(rb["decision"], K @ (ab * y[ic]) + rb["b"], atol=1e-9)
+    # packing: one launch per cluster (a budget below every block) gives the same alphas, to the bit
+    a_one, _, _, _ = _run_level(be, X, y, C, alpha0, labels, k, spec, batch={"max_size": 4096, "max_bytes": 1},
+                                x_sqnorm=be.row_sqnorms(X, np.float64), **kw)
+    np.testing.assert_array_equal(a_one, a_bat)
+    # a cluster above max_size runs one by one
+    big = int(np.argmax(np.bincount(labels)[: k - 1]))
+    small = {"max_size": int(np.bincount(labels)[big]) - 1, "max_bytes": 2**30}
+    _, r_mix, _, n2 = _run_level(be, X, y, C, alpha0, labels, k, spec, batch=small,
+                                 x_sqnorm=be.row_sqnorms(X, np.float64), **kw)
+    assert n2 == k - 2 and r_mix[big]["objective"] == pytest.approx(r_seq[big]["objective"], rel=1e-12)
+
+
+def test_dcsvc_batched_subproblems_give_the_exact_model():
+    X, y = load_bundled("breast_cancer")
+    kw = dict(min_cluster_size=0, max_sv_share=1.0, max_cluster_share=1.0, C=10.0, gamma=0.05, n_levels=2,
+              device="cpu", random_state=3)
+    seq = DCSVC(batch_subproblems=False, **kw).fit(X, y)
+    bat = DCSVC(batch_subproblems=True, **kw).fit(X, y)
+    assert _rel(sklearn_svc_objective(bat), sklearn_svc_objective(seq)) < 1e-6
+    assert np.mean(bat.predict(X) == seq.predict(X)) >= 0.995
+    solved = [lv for lv in bat.levels_ if isinstance(lv["level"], int) and lv["level"] > 0]
+    assert len(solved) == 2 and all(lv["n_batched"] > 0 for lv in solved)
+    assert all(lv.get("n_batched", 0) == 0 for lv in seq.levels_)
+    # early models of the lowest level: the same clustering, the same subproblems
+    assert np.mean(bat.predict(X, level=2) == seq.predict(X, level=2)) >= 0.99
+    # "auto" batches on the GPU only; an executor or a non-SMO solver turns it off
+    assert DCSVC()._batch(get_backend("cpu")) is False
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        thr = DCSVC(batch_subproblems=True, executor=ex, **kw).fit(X, y)
+    assert all(lv.get("n_batched", 0) == 0 for lv in thr.levels_)
+    for bad, match in (({"batch_subproblems": "yes"}, "batch_subproblems"), ({"batch_max_size": 1}, "batch_max_size")):
+        with pytest.raises(ValueError, match=match):
+            DCSVC(**bad).fit(X, y)
+
+
+def test_batched_level_gpu_matches_cpu(gpu_backend):
+    from gpusvm._solvers.dcsvm import _run_level
+
+    be = gpu_backend
+    cpu = get_backend("cpu")
+    X, y, C, labels = _cluster_problem(n=500, k=4, seed=2)
+    spec = GramSpec("rbf", 0.5)
+    rng = np.random.default_rng(3)
+    alpha0 = np.where(rng.random(len(y)) < 0.3, rng.uniform(0, 4.0, len(y)), 0.0)
+    kw = dict(solver="smo", tol=1e-3, max_iter=-1, cache_bytes=2**24, options={"gram_dtype": "float64"},
+              random_state=0, executor=None, worker_device="cpu", level=1,
+              batch={"max_size": 4096, "max_bytes": 2**30})
+    a_c, r_c, _, n_c = _run_level(cpu, X, y, C, alpha0, labels, 4, spec, x_sqnorm=cpu.row_sqnorms(X, np.float64), **kw)
+    Xg, yg, Cg = (be.asarray(v) for v in (X, y, C))
+    a_g, r_g, _, n_g = _run_level(be, Xg, yg, Cg, be.asarray(alpha0), be.asarray(labels), 4, spec,
+                                  x_sqnorm=be.row_sqnorms(Xg, np.float64), **kw)
+    assert n_g == n_c == 3
+    np.testing.assert_allclose(be.to_host(a_g), a_c, rtol=1e-7, atol=1e-7)
+    for c in range(4):
+        assert r_g[c]["n_iter"] == r_c[c]["n_iter"]
+        assert r_g[c]["b"] == pytest.approx(r_c[c]["b"], abs=1e-6)
+        assert r_g[c]["objective"] == pytest.approx(r_c[c]["objective"], rel=1e-9)

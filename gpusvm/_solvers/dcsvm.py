@@ -134,14 +134,25 @@ options) and runs :func:`solve_subproblem_task`, which solves it on the worker's
 ("cpu" by default). A task that raises stops the fit with a ``RuntimeError`` naming the level and the
 cluster; the other tasks of the level are cancelled, and nothing waits on them.
 
-GPU batching (design; not yet measured on a device)
-----------------------------------------------------
-On the GPU the subproblems currently run sequentially on the device, each with the solver's own GPU
-path. The lower levels have many small subproblems (ijcnn1: 256 clusters of ~200 points) for which
-one-at-a-time launches are latency bound; the planned batching packs all clusters of a level with at
-most ``B`` points into one launch of the local SMO kernel (one thread block per cluster, its
-``|c| x |c|`` Gram block in shared/global memory), which pays off when the clusters are small enough
-that a block's Gram fits the budget. Until that exists, the sequential path is the one that runs.
+Batched subproblems
+-------------------
+``batch=True`` (:class:`gpusvm.DCSVC`'s ``batch_subproblems``; "auto" turns it on on the GPU).
+Solved one after the other, each cluster of a level costs the GPU solver's fixed costs: its rounds of
+working-set selection, Gram rows and local solve, each a few launches and host synchronizations, so
+a level of 16-256 small clusters is latency bound (session-12 measurements on an H100: DC-SVM to the
+top slower than the cold solve on every data set, e.g. a9a 1.73 vs 1.08 s). With ``batch`` the
+clusters of a level that hold both classes and at most ``batch_max_size`` points are solved together
+(:func:`_solve_batched`): each one's ``|c| x |c|`` Gram block is formed once into one flat buffer, its
+warm start repaired, and one launch of ``be.local_smo_batched`` (kernels/smo_local.cu, one thread
+block per cluster, a thread owning several variables when the cluster exceeds the block) runs the
+exact SMO or PA-SMO solve of every cluster to ``sub_tol``; bias, dual objective and decision values
+per cluster come from the returned gradients in a few vectorized passes. Launches are split so that
+their Gram blocks stay under ``batch_bytes``; one-class clusters and larger ones take the sequential
+path. The subproblems and their warm starts are the same either way, so are the solutions up to the
+solvers' tolerance (tests/test_dcsvm.py). On the CPU the batched path is slower (full ijcnn1 and
+a9a, 16-cluster level, one run each: 0.75 vs 0.18 s and 0.81 vs 0.37 s wall): forming every whole
+Gram block costs more than the pairwise loop's cached rows, so it is off there by default. Its GPU
+speed is not yet measured.
 """
 
 from __future__ import annotations
@@ -154,7 +165,7 @@ from . import get_binary_solver
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
 __all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "lowest_clustered_level",
-           "repair_feasibility", "solve_subproblem_task", "local_decision"]
+           "repair_feasibility", "solve_subproblem_task", "local_decision", "batchable"]
 
 
 @dataclass
@@ -323,8 +334,105 @@ def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
     check_cluster_count(n, n_levels, k, stop, min_cluster_size)
 
 
+# the solvers whose subproblems the batched path can take, and their local_smo mode
+_BATCH_MODES = {"smo": 0, "pa-smo": 1}
+# LIBSVM's default step cap for an uncapped solve (max_iter < 0): max(10,000,000, 100 n)
+_DEFAULT_STEPS = 10_000_000
+
+
+def batchable(solver, options) -> bool:
+    """Whether the subproblems of ``solver`` (with its ``options``) can run through :func:`_solve_batched`:
+    the SMO solvers, whose exact solve the batched local SMO performs (the remaining options, shrinking,
+    working-set size or the decomposition, change how a solver reaches the solution, not which)."""
+    return solver in _BATCH_MODES
+
+
+def _segment_bias(be, y, alpha, G, C, seg_id, sizes, starts):
+    """Per-segment intercepts, as :func:`gpusvm._solvers._common.bias` computes each: the mean of y G over a
+    segment's free variables (all segments in one pass), or that function itself for a segment without."""
+    from ._common import bias
+
+    xp = be.xp
+    nb = len(sizes)
+    free = (alpha > 0) & (alpha < C)
+    n_free = be.to_host(xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb)).tolist()
+    s_free = be.to_host(xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)).tolist()
+    out = []
+    for c in range(nb):
+        if n_free[c] > 0:
+            out.append(-s_free[c] / n_free[c])
+        else:
+            a, b = starts[c], starts[c] + sizes[c]
+            out.append(float(bias(be, y[a:b], alpha[a:b], G[a:b], C[a:b])))
+    return out
+
+
+def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_iter, options, x_sqnorm,
+                   max_bytes):
+    """Solve the subproblems of ``clusters`` (indices into ``idx``) together with ``be.local_smo_batched``.
+
+    Every cluster's Gram block is formed once (``gram_dtype`` of the solver options, float32 by default),
+    its start is the current alpha restricted to it (after :func:`repair_feasibility`, per cluster), and
+    all of them are solved in one launch of the batched local SMO (one thread block per cluster on the
+    GPU; the CPU twin runs them in parallel threads), exactly, to ``tol``. Clusters are packed into
+    launches whose Gram blocks hold at most ``max_bytes`` (a cluster larger than that alone gets its own).
+    Returns ``{c: result dict}`` in :func:`_solve_one`'s format.
+    """
+    xp = be.xp
+    gdt = xp.float64 if str(options.get("gram_dtype", "float32")) == "float64" else xp.float32
+    itemsize = 8 if gdt == xp.float64 else 4
+    mode = _BATCH_MODES[solver]
+    pa_recent = int(options.get("pa_recent", 2))
+    sizes_all = {c: int(idx[c].shape[0]) for c in clusters}
+    chunks, cur, cur_bytes = [], [], 0
+    for c in clusters:
+        nbytes = sizes_all[c] ** 2 * itemsize
+        if cur and cur_bytes + nbytes > max_bytes:
+            chunks.append(cur)
+            cur, cur_bytes = [], 0
+        cur.append(c)
+        cur_bytes += nbytes
+    if cur:
+        chunks.append(cur)
+    out = {}
+    for chunk in chunks:
+        sizes = [sizes_all[c] for c in chunk]
+        starts, k_off = [0], []
+        for q in sizes[:-1]:
+            starts.append(starts[-1] + q)
+        tot = 0
+        for q in sizes:
+            k_off.append(tot)
+            tot += q * q
+        seg = starts + [starts[-1] + sizes[-1]]
+        K_flat = xp.empty(tot, dtype=gdt)
+        diag_parts, a_parts = [], []
+        for c, q, off in zip(chunk, sizes, k_off):
+            ic = idx[c]
+            Xc = be.take_rows(X, ic)
+            sq = None if x_sqnorm is None else x_sqnorm[ic]
+            Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
+            K_flat[off:off + q * q] = Kc.reshape(-1)
+            diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
+            a_parts.append(repair_feasibility(be, y[ic], alpha[ic]))
+        rows = xp.concatenate([idx[c] for c in chunk])
+        yb, Cb = y[rows], C[rows]
+        cap = max(_DEFAULT_STEPS, 100 * max(sizes)) if max_iter is None or max_iter < 0 else int(max_iter)
+        a, G, steps, gap = be.local_smo_batched(K_flat, k_off, seg, yb, xp.concatenate(a_parts), Cb,
+                                                xp.concatenate(diag_parts), float(tol), cap, mode, pa_recent)
+        seg_id = xp.repeat(xp.arange(len(chunk)), sizes)
+        b = _segment_bias(be, yb, a, G, Cb, seg_id, sizes, starts)
+        obj = be.to_host(xp.bincount(seg_id, weights=0.5 * a - 0.5 * a * G, minlength=len(chunk))).tolist()
+        steps_h = be.to_host(steps).tolist()
+        for j, c in enumerate(chunk):
+            lo, hi = seg[j], seg[j + 1]
+            out[c] = {"alpha": a[lo:hi], "b": b[j], "objective": float(obj[j]), "n_iter": int(steps_h[j]),
+                      "converged": int(steps_h[j]) < cap, "decision": yb[lo:hi] * (G[lo:hi] + 1.0) + b[j]}
+    return out
+
+
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
-               random_state, executor, worker_device, level):
+               random_state, executor, worker_device, level, batch=None, x_sqnorm=None):
     """Solve the k subproblems of one level; returns (new alpha, per-cluster results, order, starts)."""
     xp = be.xp
     n = int(y.shape[0])
@@ -335,9 +443,26 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
         starts.append(starts[-1] + int(counts[c]))
     idx = [order[starts[c]:starts[c + 1]] for c in range(k)]
     results: list = [None] * k
+    n_batched = 0
+    if executor is None and batch is not None:
+        # clusters of two classes and at most batch["max_size"] points: all in one batched solve
+        sizes = [starts[c + 1] - starts[c] for c in range(k)]
+        n_pos = be.to_host(xp.bincount(labels, weights=(y > 0).astype(xp.float64), minlength=k)).tolist()
+        take = [c for c in range(k) if 2 <= sizes[c] <= batch["max_size"] and 0 < n_pos[c] < sizes[c]]
+        if take:
+            try:
+                done = _solve_batched(be, X, y, C, alpha, idx, take, spec, solver=solver, tol=tol,
+                                      max_iter=max_iter, options=options, x_sqnorm=x_sqnorm,
+                                      max_bytes=batch["max_bytes"])
+            except Exception as exc:
+                raise RuntimeError(f"DC-SVM's batched subproblems failed at level {level} ({len(take)} clusters of "
+                                   f"up to {max(sizes[c] for c in take)} points): {exc!r}") from exc
+            for c, r in done.items():
+                results[c] = r
+            n_batched = len(take)
     if executor is None:
         for c in range(k):
-            if starts[c + 1] == starts[c]:
+            if starts[c + 1] == starts[c] or results[c] is not None:
                 continue
             ic = idx[c]
             try:
@@ -383,7 +508,7 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
     for c in range(k):
         if results[c] is not None:
             new_alpha[idx[c]] = results[c]["alpha"]
-    return new_alpha, results, idx, starts
+    return new_alpha, results, idx, n_batched
 
 
 def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
@@ -428,7 +553,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 refine_tol=None,
                 max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
-                random_state=None, verbose=0, assign="center"):
+                random_state=None, verbose=0, assign="center", batch=False, batch_max_size=4096,
+                batch_bytes=2**30):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
 
     Parameters
@@ -488,6 +614,16 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         How the second step of kernel k-means places every point (and early prediction every new
         point): nearest cluster mean in feature space (the paper) or the cluster of the nearest sampled
         point; see :func:`gpusvm._solvers.kernel_kmeans.assign_clusters`.
+    batch : bool
+        Solve the clusters of a level that have both classes and at most ``batch_max_size`` points
+        together, with ``be.local_smo_batched`` (one thread block per cluster on the GPU), instead of one
+        after the other with ``solver``; only without an ``executor`` and for the SMO solvers ("smo",
+        "pa-smo"; :func:`batchable`), otherwise ignored. Same subproblems, solved exactly to ``sub_tol``
+        from the same warm starts, so the same solutions up to the solvers' tolerance.
+    batch_max_size : int
+        Largest cluster the batched path takes (its ``q x q`` Gram block is formed whole).
+    batch_bytes : int
+        Gram bytes of one batched launch; more clusters are split over several launches.
 
     Returns
     -------
@@ -509,6 +645,9 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     refine_tol = sub_tol if refine_tol is None else max(float(tol), float(refine_tol))
     options = dict(options or {})
     x_sqnorm = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
+    batch_cfg = None
+    if batch and executor is None and batchable(solver, options):
+        batch_cfg = {"max_size": int(batch_max_size), "max_bytes": int(batch_bytes)}
     alpha = xp.zeros(n, dtype=xp.float64)
     levels, models = [], {}
     all_converged = True
@@ -561,10 +700,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                       f"points ({largest} of {n} assigned): skipped")
             continue
         solved_any = True
-        alpha, results, idx, _ = _run_level(
+        alpha, results, idx, n_batched = _run_level(
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
-            worker_device=worker_device, level=level)
+            worker_device=worker_device, level=level, batch=batch_cfg, x_sqnorm=x_sqnorm)
         be.sync()
         t2 = time.perf_counter()
         models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
@@ -583,7 +722,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 "n_sv": int(xp.count_nonzero(alpha > 0)),
                 "objective": float(sum(r["objective"] for r in solved)),
                 "n_iter": int(sum(r["n_iter"] for r in solved)), "train_accuracy": acc, "largest_cluster": largest,
-                "largest_cluster_sample": f"{largest_sample}/{m_s}", "kmeans_iter": clustering.n_iter, "converged": conv}
+                "largest_cluster_sample": f"{largest_sample}/{m_s}", "kmeans_iter": clustering.n_iter, "converged": conv,
+                "n_batched": n_batched}
         levels.append(info)
         if verbose:
             print(f"[DC-SVM] level {level}: {kl} clusters, {info['n_sv']} SVs, "
