@@ -347,7 +347,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("DCSVC.fit", hint="lower cache_size (the MB of Gram rows each solve keeps on the "
                          "device), lower sample_size (kernel k-means holds sample_size x sample_size and "
-                         "row-block x sample_size Gram blocks)")
+                         "row-block x sample_size Gram blocks), lower batch_max_size (a batched level holds "
+                         "its clusters' whole Gram blocks, up to 1 GiB per launch) or pass batch_subproblems=False")
     def fit(self, X, y, sample_weight=None):
         """Fit the DC-SVM (one binary DC-SVM per pair of classes).
 

@@ -683,3 +683,22 @@ def test_batched_level_gpu_matches_cpu(gpu_backend):
         assert r_g[c]["n_iter"] == r_c[c]["n_iter"]
         assert r_g[c]["b"] == pytest.approx(r_c[c]["b"], abs=1e-6)
         assert r_g[c]["objective"] == pytest.approx(r_c[c]["objective"], rel=1e-9)
+
+
+def test_device_oom_in_the_batched_level_is_a_clear_memory_error(monkeypatch):
+    import gpusvm._solvers.dcsvm as dc
+
+    oom = type("OutOfMemoryError", (Exception,), {"__module__": "cupy.cuda.memory"})
+
+    def boom(*args, **kwargs):
+        raise oom("Out of memory allocating 1,073,741,824 bytes")
+
+    monkeypatch.setattr(dc, "_solve_batched", boom)
+    X, y = load_bundled("breast_cancer")
+    est = DCSVC(min_cluster_size=0, n_levels=2, batch_subproblems=True, device="cpu", random_state=0)
+    with pytest.raises(MemoryError, match=r"DCSVC\.fit ran out of GPU memory.*batch_max_size.*batch_subproblems=False"):
+        est.fit(X, y)
+    # any other failure of the batched path names the level
+    monkeypatch.setattr(dc, "_solve_batched", lambda *a, **k: 1 / 0)
+    with pytest.raises(RuntimeError, match=r"batched subproblems failed at level 2 \(\d+ clusters"):
+        est.fit(X, y)

@@ -161,6 +161,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._backend.base import is_device_oom
 from . import get_binary_solver
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
@@ -455,6 +456,8 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                                       max_iter=max_iter, options=options, x_sqnorm=x_sqnorm,
                                       max_bytes=batch["max_bytes"])
             except Exception as exc:
+                if is_device_oom(exc):  # DCSVC.fit turns it into a MemoryError that says what to lower
+                    raise
                 raise RuntimeError(f"DC-SVM's batched subproblems failed at level {level} ({len(take)} clusters of "
                                    f"up to {max(sizes[c] for c in take)} points): {exc!r}") from exc
             for c, r in done.items():
