@@ -223,7 +223,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     levels_ : list of dict
         Per level (lowest first, then "refine" and the top, level 0): level, n_clusters, time_s
         (and time_cluster_s, time_solve_s for the cluster levels), n_sv, objective (sum over the
-        clusters), n_iter, train_accuracy of that level's model, converged; with a "pair" key
+        clusters), n_iter, train_accuracy of that level's model, converged, n_batched (clusters solved
+        by the batched path, ``batch_subproblems``); with a "pair" key
         (class indices) for more than two classes.
     early_model_ : dict
         Present when ``early_stop_level`` is set: ``{"level": l, "n_clusters": k**l}``; predictions use

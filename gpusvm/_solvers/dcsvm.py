@@ -375,7 +375,7 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
     Every cluster's Gram block is formed once (``gram_dtype`` of the solver options, float32 by default),
     its start is the current alpha restricted to it (after :func:`repair_feasibility`, per cluster), and
     all of them are solved in one launch of the batched local SMO (one thread block per cluster on the
-    GPU; the CPU twin runs them in parallel threads), exactly, to ``tol``. Clusters are packed into
+    GPU; the CPU twin solves them one after the other), exactly, to ``tol``. Clusters are packed into
     launches whose Gram blocks hold at most ``max_bytes`` (a cluster larger than that alone gets its own).
     Returns ``{c: result dict}`` in :func:`_solve_one`'s format.
     """
@@ -434,7 +434,8 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
 
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
                random_state, executor, worker_device, level, batch=None, x_sqnorm=None):
-    """Solve the k subproblems of one level; returns (new alpha, per-cluster results, order, starts)."""
+    """Solve the k subproblems of one level; returns (new alpha, per-cluster results, per-cluster row
+    indices, number of clusters solved by the batched path)."""
     xp = be.xp
     n = int(y.shape[0])
     order = xp.argsort(labels * n + xp.arange(n))

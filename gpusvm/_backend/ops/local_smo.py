@@ -268,7 +268,8 @@ def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_re
 @numba.njit(cache=True, nogil=True)
 def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps, mode, pa_recent, eta,
                          out_steps, out_gap):
-    # segments in parallel (each writes only its own slices); within one, the kernel's arithmetic
+    # one segment after the other, each with the kernel's arithmetic (a prange over the segments broke
+    # the on-disk cache: Numba recompiled it in every process)
     for c in range(seg.shape[0] - 1):
         s0 = seg[c]
         q = seg[c + 1] - s0
@@ -437,7 +438,7 @@ def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
     (``G_u = y_u sum_k (y_k alpha_k) K[k, u] - 1``, zero alphas skipped) and the SMO (mode 0) or PA-SMO
     (mode 1) steps run to the gap ``eps`` (no relative loosening) or ``max_steps``. DC-SVM's cluster
     subproblems (:mod:`gpusvm._solvers.dcsvm`). GPU: ``local_smo_batched`` in kernels/smo_local.cu, one
-    thread block per segment; CPU twin: the Numba solve, segments in parallel threads.
+    thread block per segment; CPU twin: the Numba solve, one segment after the other.
 
     Parameters
     ----------
