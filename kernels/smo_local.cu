@@ -372,21 +372,48 @@ __global__ void __launch_bounds__(1024) local_smo(const T* __restrict__ K, int q
 // the starting alpha as G_u = y_u * sum_k (y_k alpha_k) K[k, u] - 1 (k in increasing order, zero alphas
 // skipped; column u of the symmetric block, so a warp's reads are coalesced). The solve is the exact
 // local SMO (rel_eps = 0) to the gap eps or max_steps steps; out_steps[c], out_gap[c] per segment.
+// A segment of at most smem_q variables keeps its state (alpha, G, y, C, diag) in dynamic shared memory
+// (5 * smem_q doubles, as local_smo), a larger one works in place in global memory; the arithmetic is
+// the same either way.
 template <typename T>
 __global__ void __launch_bounds__(512) local_smo_batched(const T* __restrict__ K, const long long* __restrict__ k_off,
                                   const long long* __restrict__ seg, const double* __restrict__ y_g,
                                   double* alpha_g, double* G_g, const double* __restrict__ C_g,
                                   const double* __restrict__ diag_g, double eps, int max_steps, int mode,
-                                  int pa_recent, double eta, long long* out_steps, double* out_gap) {
+                                  int pa_recent, double eta, int smem_q, long long* out_steps,
+                                  double* out_gap) {
+    extern __shared__ double smem[];
     __shared__ SmoBlockState S;
     const int c = blockIdx.x;
     const int t = threadIdx.x, nt = blockDim.x;
     const long long s0 = seg[c];
     const int q = (int)(seg[c + 1] - s0);
     const T* Kc = K + k_off[c];
-    const double* sy = y_g + s0;
+    const bool local = q <= smem_q;  // uniform over the block
     double* sa = alpha_g + s0;
     double* sg = G_g + s0;
+    const double* sy = y_g + s0;
+    const double* sc = C_g + s0;
+    const double* sd = diag_g + s0;
+    if (local) {
+        double* la = smem;
+        double* lg = smem + smem_q;
+        double* ly = smem + 2 * smem_q;
+        double* lc = smem + 3 * smem_q;
+        double* ld = smem + 4 * smem_q;
+        for (int u = t; u < q; u += nt) {
+            la[u] = sa[u];
+            ly[u] = sy[u];
+            lc[u] = sc[u];
+            ld[u] = sd[u];
+        }
+        sa = la;
+        sg = lg;
+        sy = ly;
+        sc = lc;
+        sd = ld;
+        __syncthreads();
+    }
     for (int u = t; u < q; u += nt) {
         double acc = 0.0;
         for (int k = 0; k < q; ++k) {
@@ -398,8 +425,13 @@ __global__ void __launch_bounds__(512) local_smo_batched(const T* __restrict__ K
     __syncthreads();
     int steps;
     double gap;
-    smo_block_solve(Kc, q, sy, sa, sg, C_g + s0, diag_g + s0, eps, 0.0, max_steps, mode, pa_recent, eta, S,
-                    steps, gap);
+    smo_block_solve(Kc, q, sy, sa, sg, sc, sd, eps, 0.0, max_steps, mode, pa_recent, eta, S, steps, gap);
+    if (local) {
+        for (int u = t; u < q; u += nt) {
+            alpha_g[s0 + u] = sa[u];
+            G_g[s0 + u] = sg[u];
+        }
+    }
     if (t == 0) {
         out_steps[c] = steps;
         out_gap[c] = gap;

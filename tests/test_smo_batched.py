@@ -305,15 +305,17 @@ def test_local_smo_batched_gpu_matches_cpu(gpu_backend, dtype, mode, rec):
     sizes = [3, 0, 700, 1, 130]
     _, K_flat, k_off, seg, y, alpha, C, diag = _segments_problem(sizes, seed=9, dtype=dtype)
     out_cpu = CPU.local_smo_batched(K_flat, k_off, seg, y, alpha, C, diag, 1e-2, 5000, mode, rec)
-    args = [be.asarray(v) for v in (y, alpha, C, diag)]
-    out_gpu = be.local_smo_batched(be.asarray(K_flat), k_off, seg, *args, 1e-2, 5000, mode, rec)
     a_cpu, G_cpu, st_cpu, gap_cpu = out_cpu
-    a_gpu, G_gpu, st_gpu, gap_gpu = (be.to_host(v) for v in out_gpu)
-    # the same choices step for step: the same step counts and (to rounding) the same solutions
-    assert st_gpu.tolist() == st_cpu.tolist() and st_cpu[2] > 0
-    np.testing.assert_allclose(a_gpu, a_cpu, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(G_gpu, G_cpu, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(gap_gpu, gap_cpu, rtol=1e-6, atol=1e-9)
+    args = [be.asarray(v) for v in (y, alpha, C, diag)]
+    # smem_q: every segment's state in shared memory (default), the small ones only, none
+    for smem_q in (None, 100, 0):
+        out_gpu = be.local_smo_batched(be.asarray(K_flat), k_off, seg, *args, 1e-2, 5000, mode, rec, smem_q=smem_q)
+        a_gpu, G_gpu, st_gpu, gap_gpu = (be.to_host(v) for v in out_gpu)
+        # the same choices step for step: the same step counts and (to rounding) the same solutions
+        assert st_gpu.tolist() == st_cpu.tolist() and st_cpu[2] > 0
+        np.testing.assert_allclose(a_gpu, a_cpu, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(G_gpu, G_cpu, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(gap_gpu, gap_cpu, rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -429,7 +429,7 @@ def _segments(K_flat, k_off, seg, n):
 
 @register_op("local_smo_batched", "cpu")
 def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_steps, mode=0, pa_recent=2,
-                          *, eta=PA_ETA):
+                          *, eta=PA_ETA, smem_q=None):
     """Solve many independent C-SVC duals (segments) exactly, each by the local solve of :func:`local_smo_cpu`.
 
     Segment ``c`` is the problem of the variables ``seg[c]:seg[c + 1]`` with the Gram block
@@ -452,6 +452,8 @@ def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
     max_steps : int
         Per segment (negative: no cap).
     mode, pa_recent : as :func:`local_smo_cpu`
+    smem_q : int, optional
+        GPU only (where a segment's state lives; the same results either way); ignored here.
 
     Returns
     -------
@@ -483,10 +485,12 @@ def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
 
 @register_op("local_smo_batched", "gpu")
 def local_smo_batched_gpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_steps, mode=0, pa_recent=2,
-                          *, eta=PA_ETA):
+                          *, eta=PA_ETA, smem_q=None):
     """GPU twin of :func:`local_smo_batched_cpu`: one launch of ``local_smo_batched`` (kernels/smo_local.cu),
     one thread block per segment (up to 512 threads, the kernel's launch bound; a larger segment gives
-    each thread several variables). No host synchronization."""
+    each thread several variables). Segments of at most ``smem_q`` variables (default: the largest
+    segment, capped at 1,024) keep their state in shared memory, larger ones work in global memory.
+    No host synchronization."""
     import cupy as cp
 
     from ..cuda_source import ctype, get_kernel
@@ -507,11 +511,14 @@ def local_smo_batched_gpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
             K = K.astype(f64)
         fn = get_kernel("smo_local.cu", f"local_smo_batched<{ctype(K.dtype)}>", be.device_id)
         threads = min(_BATCHED_THREADS, _threads_for(qmax))
+        # segments of up to smem_q variables keep their state in shared memory: 5 doubles each, 40 KB at
+        # MAX_Q, under the 48 KB that need no opt-in (with the kernel's ~0.7 KB of static shared memory)
+        smem_q = min(qmax, MAX_Q) if smem_q is None else int(smem_q)
         fn((nseg,), (threads,), (
             K, cp.asarray(k_off), cp.asarray(seg), cp.ascontiguousarray(y, dtype=f64), a, G,
             cp.ascontiguousarray(C, dtype=f64), cp.ascontiguousarray(diag, dtype=f64), f64(float(eps)),
             cp.int32(_steps_cap(max_steps)), cp.int32(int(mode)), cp.int32(min(max(int(pa_recent), 1), 3)),
-            f64(float(eta)), steps, gap))
+            f64(float(eta)), cp.int32(smem_q), steps, gap), shared_mem=5 * 8 * smem_q)
     return a, G, steps, gap
 
 
