@@ -265,11 +265,11 @@ def local_smo_nb(K, y, alpha0, G0, C, diag, eps, rel_eps, max_steps, mode, pa_re
     return a, steps, gap
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps, mode, pa_recent, eta,
                          out_steps, out_gap):
-    # one segment after the other, each with the kernel's arithmetic (a prange over the segments broke
-    # the on-disk cache: Numba recompiled it in every process)
+    # one segment after the other, each with the kernel's arithmetic (serial: DC-SVM runs this twin only
+    # when asked to, the one-by-one SMO solves being faster on the CPU)
     for c in range(seg.shape[0] - 1):
         s0 = seg[c]
         q = seg[c + 1] - s0
