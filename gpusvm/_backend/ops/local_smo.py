@@ -49,10 +49,10 @@ import numba
 import numpy as np
 
 from ..base import register_op
+from .smo_pairwise import plan_mu2, plan_mu3  # PA-SMO's plan, shared with the pairwise loop
 
 TAU = 1e-12
 PA_ETA = 0.9
-PA_COND = 1e-8
 MAX_Q = 1024
 _BATCHED_THREADS = 512  # local_smo_batched's __launch_bounds__
 
@@ -200,25 +200,15 @@ def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent
             if pa_recent == 3 and n_hist > 1:
                 p1 = hist_i[1]
                 r1 = hist_j[1]
-                H02 = _cross(K, i, j, p1, r1)
-                H12 = _cross(K, p0, r0, p1, r1)
-                H22 = _curv(K, diag, p1, r1)
                 g1 = (-y[p1] * g[p1]) - (-y[r1] * g[r1])
-                det = (aa * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
-                       + H02 * (H01 * H12 - H11 * H02))
-                m2 = aa * H11 - H01 * H01
-                if m2 > PA_COND * aa * H11 and det > PA_COND * aa * H11 * H22:
-                    num = (b * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
-                           + H02 * (g0 * H12 - H11 * g1))
-                    mu = num / det
-                    if mu > 0.0 and mu < ub:
-                        npart = 2
+                mu = plan_mu3(aa, H01, _cross(K, i, j, p1, r1), H11, _cross(K, p0, r0, p1, r1),
+                              _curv(K, diag, p1, r1), b, g0, g1)
+                if mu > 0.0 and mu < ub:
+                    npart = 2
             if npart == 0:
-                det = aa * H11 - H01 * H01
-                if det > PA_COND * aa * H11:
-                    mu = (H11 * b - H01 * g0) / det
-                    if mu > 0.0 and mu < ub:
-                        npart = 1
+                mu = plan_mu2(aa, H01, H11, b, g0)
+                if mu > 0.0 and mu < ub:
+                    npart = 1
             if npart > 0:
                 t_step = mu
                 planned = True

@@ -823,6 +823,31 @@ def _solve(gx, gk, C, alpha, QD, store, tol, max_iter, shrinking, planning, pa_r
     return G, it, status, n_plan, n_partner_taken, counters
 
 
+@numba.njit(cache=True, inline="always")
+def plan_mu3(H00, H01, H02, H11, H12, H22, g_v, g0, g1):
+    """PA-SMO's 3-d plan: the first component of the Newton step ``H^-1 g`` of the sub-problem on the
+    directions (v, d_0, d_1), by Cramer's rule; NaN when H is nearly singular (then every acceptance
+    test fails). Shared with the local solver (:mod:`gpusvm._backend.ops.local_smo`), whose CUDA twin
+    evaluates the same expressions in the same order."""
+    det = (H00 * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
+           + H02 * (H01 * H12 - H11 * H02))
+    m2 = H00 * H11 - H01 * H01
+    if m2 > PA_COND * H00 * H11 and det > PA_COND * H00 * H11 * H22:
+        num = (g_v * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
+               + H02 * (g0 * H12 - H11 * g1))
+        return num / det
+    return np.nan
+
+
+@numba.njit(cache=True, inline="always")
+def plan_mu2(H00, H01, H11, g_v, g0):
+    """PA-SMO's 2-d plan on (v, d_0), as :func:`plan_mu3`; NaN when H is nearly singular."""
+    det = H00 * H11 - H01 * H01
+    if det > PA_COND * H00 * H11:
+        return (H11 * g_v - H01 * g0) / det
+    return np.nan
+
+
 @numba.njit(cache=True)
 def _plan_step(i, j, s, a_v, alpha, C, G, y, h_p, h_q, h_a, h_c, h_cv, pa_recent):
     """The planning-ahead step mu along v = e_i + s e_j and the number of planned partners (0: take
@@ -842,24 +867,12 @@ def _plan_step(i, j, s, a_v, alpha, C, G, y, h_p, h_q, h_a, h_c, h_cv, pa_recent
         p1 = h_p[1]
         q1 = h_q[1]
         g1 = -(G[p1] - y[p1] * y[q1] * G[q1])
-        H02 = h_cv[1]
-        H12 = h_c[0]
-        H22 = h_a[1]
-        det = (H00 * (H11 * H22 - H12 * H12) - H01 * (H01 * H22 - H12 * H02)
-               + H02 * (H01 * H12 - H11 * H02))
-        m2 = H00 * H11 - H01 * H01
-        if m2 > PA_COND * H00 * H11 and det > PA_COND * H00 * H11 * H22:
-            # Cramer's rule for the first component
-            num = (g_v * (H11 * H22 - H12 * H12) - H01 * (g0 * H22 - H12 * g1)
-                   + H02 * (g0 * H12 - H11 * g1))
-            mu = num / det
-            if mu * g_v > 0.0 and 0.0 < ai + mu < C[i] and 0.0 < aj + s * mu < C[j]:
-                return mu, 2
-    det = H00 * H11 - H01 * H01
-    if det > PA_COND * H00 * H11:
-        mu = (H11 * g_v - H01 * g0) / det
+        mu = plan_mu3(H00, H01, h_cv[1], H11, h_c[0], h_a[1], g_v, g0, g1)
         if mu * g_v > 0.0 and 0.0 < ai + mu < C[i] and 0.0 < aj + s * mu < C[j]:
-            return mu, 1
+            return mu, 2
+    mu = plan_mu2(H00, H01, H11, g_v, g0)
+    if mu * g_v > 0.0 and 0.0 < ai + mu < C[i] and 0.0 < aj + s * mu < C[j]:
+        return mu, 1
     return 0.0, 0
 
 
