@@ -55,6 +55,13 @@ def check_options(value, name, owner, options):
     return value
 
 
+def check_auto_or_bool(value, name, owner):
+    """Validate a hyperparameter that is "auto" or a bool (NumPy's included)."""
+    if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, str) and value == "auto")):
+        raise ValueError(f"The {name!r} parameter of {owner} must be 'auto' or a bool. Got {value!r} instead.")
+    return value
+
+
 def check_X(X, be, *, name="X", dtype=None, owner=None):
     """Validate a 2-d feature matrix and put it on backend ``be``.
 

@@ -17,8 +17,8 @@ from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
-from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
-                          to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_options, check_sample_weight, check_scalar,
+                          check_X, to_numpy)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -297,8 +297,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.sample_size, "sample_size", own, kind="int", low=1, allow_none=True)
         check_scalar(self.early_stop_level, "early_stop_level", own, kind="int", low=1, high=self.n_levels,
                      allow_none=True)
-        if not (isinstance(self.refine, (bool, np.bool_)) or (isinstance(self.refine, str) and self.refine == "auto")):
-            raise ValueError(f"The 'refine' parameter of DCSVC must be 'auto' or a bool. Got {self.refine!r} instead.")
+        check_auto_or_bool(self.refine, "refine", own)
         check_scalar(self.min_cluster_size, "min_cluster_size", own, kind="int", low=0)
         check_scalar(self.max_cluster_share, "max_cluster_share", own, low=0.0, high=1.0, low_open=True)
         check_scalar(self.max_sv_share, "max_sv_share", own, low=0.0, high=1.0, low_open=True)
@@ -316,10 +315,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"The 'solver_options' parameter of DCSVC must be None or a dict. "
                              f"Got {self.solver_options!r} instead.")
-        if not (isinstance(self.batch_subproblems, (bool, np.bool_))
-                or (isinstance(self.batch_subproblems, str) and self.batch_subproblems == "auto")):
-            raise ValueError("The 'batch_subproblems' parameter of DCSVC must be 'auto' or a bool. "
-                             f"Got {self.batch_subproblems!r} instead.")
+        check_auto_or_bool(self.batch_subproblems, "batch_subproblems", own)
         check_scalar(self.batch_max_size, "batch_max_size", own, kind="int", low=2)
         check_deduplicate(self.deduplicate, "DCSVC")
         if not isinstance(self.solver, str):

@@ -19,8 +19,8 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
-                          to_input_library, to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_options, check_sample_weight, check_scalar,
+                          check_X, to_input_library, to_numpy)
 
 __all__ = ["LinearSVC"]
 
@@ -153,8 +153,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         # scikit-learn's LinearSVC parameters, for drop-in use: only the problem solved here is accepted
         check_options(self.penalty, "penalty", name, ("l2",))
         check_options(self.multi_class, "multi_class", name, ("ovr",))
-        if not (self.dual == "auto" or isinstance(self.dual, (bool, np.bool_))):
-            raise ValueError(f"The 'dual' parameter of {name} must be 'auto' or a bool. Got {self.dual!r} instead.")
+        check_auto_or_bool(self.dual, "dual", name)
         if self.dual is False or self.dual is np.False_:
             if self.loss == "hinge":
                 raise ValueError("The combination of penalty='l2' and loss='hinge' is not supported when "
