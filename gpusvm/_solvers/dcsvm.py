@@ -341,10 +341,11 @@ _BATCH_MODES = {"smo": 0, "pa-smo": 1}
 _DEFAULT_STEPS = 10_000_000
 
 
-def batchable(solver, options) -> bool:
-    """Whether the subproblems of ``solver`` (with its ``options``) can run through :func:`_solve_batched`:
-    the SMO solvers, whose exact solve the batched local SMO performs (the remaining options, shrinking,
-    working-set size or the decomposition, change how a solver reaches the solution, not which)."""
+def batchable(solver) -> bool:
+    """Whether the subproblems of ``solver`` can run through :func:`_solve_batched`: the SMO solvers,
+    whose exact solve the batched local SMO performs (their options, shrinking, working-set size or the
+    decomposition, change how a solver reaches the solution, not which; ``gram_dtype`` and ``pa_recent``
+    are honoured)."""
     return solver in _BATCH_MODES
 
 
@@ -650,7 +651,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     options = dict(options or {})
     x_sqnorm = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
     batch_cfg = None
-    if batch and executor is None and batchable(solver, options):
+    if batch and executor is None and batchable(solver):
         batch_cfg = {"max_size": int(batch_max_size), "max_bytes": int(batch_bytes)}
     alpha = xp.zeros(n, dtype=xp.float64)
     levels, models = [], {}
