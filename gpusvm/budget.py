@@ -179,7 +179,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         y = check_class_labels(y, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
-            raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only {classes.tolist()}.")
+            raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
+                             f"{classes.tolist()}.")
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
@@ -241,7 +242,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         be = get_backend(self.device, X)
         X = check_X(X, be, dtype=np.float64, owner=name)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {name} was fitted with {self.n_features_in_}.")
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {self.n_features_in_} "
+                             "features as input.")
         spec = GramSpec("rbf", self._gamma)
         sv = be.asarray(self.support_vectors_)
         dec = _blocked_decision(be, sv, be.asarray(self.dual_coef_), be.asarray(self.intercept_), X, spec,
@@ -256,3 +258,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         d = to_numpy(dec)
         idx = (d > 0).astype(np.int64) if d.ndim == 1 else d.argmax(axis=1)
         return to_input_library(self.classes_[idx], array_library(dec))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR input is read as CSR by the CPU loop (densified for the GPU's)
+        return tags

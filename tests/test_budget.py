@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.svm import SVC as SkSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpusvm import BudgetSVC, GramSpec, get_backend
 from gpusvm.datasets import load_bundled, make_chessboard
@@ -356,13 +357,20 @@ def test_bad_parameters(kw, match):
 
 def test_bad_data():
     X, y = _small_problem(n=50)
-    with pytest.raises(ValueError, match="at least 2 classes"):
+    with pytest.raises(ValueError, match="at least 2 classes in 'y'; got only one class"):
         BudgetSVC(device="cpu").fit(X, np.ones(50))
     with pytest.raises(ValueError, match="NaN"):
         BudgetSVC(device="cpu").fit(np.full((4, 2), np.nan), [0, 1, 0, 1])
     est = BudgetSVC(budget=10, device="cpu").fit(X, y)
-    with pytest.raises(ValueError, match="features"):
+    with pytest.raises(ValueError, match="X has 5 features, but BudgetSVC is expecting 2 features as input"):
         est.predict(np.ones((3, 5)))
+
+
+@parametrize_with_checks([BudgetSVC(budget=50, device="cpu", random_state=0)])
+def test_sklearn_estimator_checks(estimator, check):
+    """scikit-learn's estimator contract, as for the other estimators (CSR input declared and accepted,
+    its messages for one class and a feature-count mismatch)."""
+    check(estimator)
 
 
 def test_vectorized_exp_within_one_ulp():
