@@ -177,6 +177,29 @@ def check_sample_weight(sample_weight, n_samples, *, owner=None):
     return sw
 
 
+def check_class_weight(class_weight, owner):
+    """Validate the ``class_weight`` hyperparameter: None, "balanced" or a dict."""
+    if not (class_weight is None or isinstance(class_weight, dict)
+            or (isinstance(class_weight, str) and class_weight == "balanced")):
+        raise ValueError(f"The 'class_weight' parameter of {owner} must be None, 'balanced' or a dict. "
+                         f"Got {class_weight!r} instead.")
+
+
+def class_weights(class_weight, classes, y, *, owner):
+    """Weight of each class (shape (n_classes,)) for ``class_weight`` None, "balanced" or a dict, as
+    scikit-learn's ``compute_class_weight``; a dict key that is not a class of y raises."""
+    if class_weight is None:  # skip sklearn's helper: it builds Python sets of all labels
+        return np.ones(len(classes))
+    from sklearn.utils.class_weight import compute_class_weight
+
+    if isinstance(class_weight, dict):
+        unknown = set(class_weight) - set(classes.tolist())
+        if unknown:
+            raise ValueError(f"The 'class_weight' parameter of {owner} has keys {sorted(unknown, key=str)} "
+                             f"that are not classes of y {classes.tolist()}.")
+    return np.asarray(compute_class_weight(class_weight, classes=classes, y=y), dtype=np.float64)
+
+
 def to_numpy(x):
     """``x`` (a NumPy or CuPy array, or anything ``np.asarray`` takes) as a host NumPy array."""
     if array_library(x) == "cupy":

@@ -11,7 +11,8 @@ from ._backend import BUDGET_AUTO_GPU_MAX_FEATURES, array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._solvers.bsgd import bsgd
-from ._validation import check_options, check_class_labels, check_scalar, check_X, to_input_library, to_numpy
+from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
+                          check_X, class_weights, to_input_library, to_numpy)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -23,7 +24,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     """Kernel SVM on a budget: BSGD (Pegasos steps) with multi-merge budget maintenance.
 
     Trains f(x) = sum_j alpha_j exp(-gamma ||sv_j - x||^2) by stochastic sub-gradient descent on the
-    primal objective lambda/2 ||w||^2 + 1/n sum_i max(0, 1 - y_i f(x_i)), lambda = 1 / (n C), with step
+    primal objective lambda/2 ||w||^2 + 1/n sum_i max(0, 1 - y_i f(x_i)), lambda = 1 / (n C) (each hinge
+    term times the sample's weight with ``class_weight`` or ``sample_weight``), with step
     size eta_t = 1 / (lambda t) (Pegasos) and at most one new support vector per step (BSGD: Wang,
     Crammer, Vucetic, JMLR 2012). Whenever the model holds more than ``budget`` support vectors,
     ``n_merge`` of them are merged into one (Qaadan and Glasmachers, "Multi-Merge Budget Maintenance
@@ -79,6 +81,12 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         and M=10 it is no more accurate (benchmarks/results/budget_greedy_cpu.md, 7 seeds, one epoch).
     epochs : int, default=1
         Passes over the data, each in a fresh random order. >= 1.
+    class_weight : dict, "balanced" or None, default=None
+        Multiply C of class c by ``class_weight[c]`` ("balanced": n_samples / (n_classes * count of c)),
+        as scikit-learn's SVC. Sample i's hinge term is weighted by w_i = class_weight[y_i] *
+        sample_weight_i: the objective is lambda/2 ||w||^2 + 1/n sum_i w_i max(0, 1 - y_i f(x_i)), so a
+        violating sample enters with alpha = y_i w_i / (lambda t). One-vs-rest problems all use the same
+        w_i (the weight of the sample's own class), as :class:`gpusvm.LinearSVC`.
     random_state : int, RandomState instance or None, default=None
         Seeds the sample order (the same on CPU and GPU, so both devices follow the same sequence).
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
@@ -114,7 +122,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", budget=500, n_merge=2, merge="cascade",
-                 epochs=1, random_state=None, device="auto"):
+                 epochs=1, class_weight=None, random_state=None, device="auto"):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -122,6 +130,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.n_merge = n_merge
         self.merge = merge
         self.epochs = epochs
+        self.class_weight = class_weight
         self.random_state = random_state
         self.device = device
 
@@ -147,10 +156,11 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
             )
         check_options(self.merge, "merge", name, ("cascade", "gradient", "greedy"))
         check_scalar(self.epochs, "epochs", name, kind="int", low=1)
+        check_class_weight(self.class_weight, name)
 
     @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "
                          "device whole)")
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train on ``X``, ``y``.
 
         Parameters
@@ -158,6 +168,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             NumPy/SciPy or CuPy/cupyx input.
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative multipliers of C per sample (times ``class_weight`` of the sample's class): a
+            violating sample of weight w enters with w times the usual coefficient; weight 0 never
+            becomes a support vector.
 
         Returns
         -------
@@ -181,6 +195,11 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")
+        weight = class_weights(self.class_weight, classes, y, owner=name)[y_idx] * check_sample_weight(
+            sample_weight, n, owner=name)
+        if not np.any(weight > 0):
+            raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
+                             "one sample needs a positive weight.")
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
@@ -195,7 +214,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
         t_start = time.perf_counter()
         for c in problems:
-            yb = be.asarray(np.where(y_idx == c, 1.0, -1.0))
+            yb = be.asarray(np.where(y_idx == c, weight, -weight))  # signed weights (see bsgd)
             res = bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
                        n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
             svs.append(np.asarray(be.to_host(res.support_vectors)))

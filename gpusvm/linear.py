@@ -9,7 +9,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
@@ -19,8 +18,8 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_auto_or_bool, check_class_labels, check_options, check_sample_weight, check_scalar,
-                          check_X, to_input_library, to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
+                          check_sample_weight, check_scalar, check_X, class_weights, to_input_library, to_numpy)
 
 __all__ = ["LinearSVC"]
 
@@ -168,10 +167,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if self.dual is True or self.dual is np.True_:
                 raise ValueError("solver='newton' solves the primal problem, but dual=True asks for the dual one; "
                                  "use solver='dcd', 'avsf' or 'auto', or dual=False or 'auto'.")
-        cw = self.class_weight
-        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
-            raise ValueError(f"The 'class_weight' parameter of {name} must be a dict, 'balanced' or None. "
-                             f"Got {cw!r} instead.")
+        check_class_weight(self.class_weight, name)
 
     @device_memory_guard("LinearSVC.fit", hint="pass float32 X, or CSR X for sparse data (X is copied to "
                          "the device whole)")
@@ -205,10 +201,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[0]!r}.")
-        if self.class_weight is None:  # skip sklearn's helper: it builds Python sets of all labels
-            C_host = float(self.C) * sw
-        else:
-            C_host = float(self.C) * compute_class_weight(self.class_weight, classes=classes, y=y)[y_idx] * sw
+        C_host = float(self.C) * class_weights(self.class_weight, classes, y, owner=name)[y_idx] * sw
         if not np.any(C_host > 0):
             raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
                              "one sample needs a positive weight.")

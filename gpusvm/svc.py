@@ -20,8 +20,8 @@ from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._platt import ovo_probabilities, sigmoid_train
-from ._validation import (check_class_labels, check_options, check_sample_weight, check_scalar, check_X,
-                          to_input_library, to_numpy)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
+                          check_X, class_weights, to_input_library, to_numpy)
 
 __all__ = ["SVC"]
 
@@ -330,9 +330,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The 'pa_recent' parameter of SVC must be one of [2, 3]. Got {self.pa_recent!r} instead.")
         if self.working_set_size is not None:
             check_scalar(self.working_set_size, "working_set_size", "SVC", kind="int", low=2)
-        if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
-            raise ValueError("The 'class_weight' parameter of SVC must be None, 'balanced' or a dict. "
-                             f"Got {self.class_weight!r} instead.")
+        check_class_weight(self.class_weight, "SVC")
         check_deduplicate(self.deduplicate, "SVC")
         if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral)
                                         or self.n_jobs == 0):
@@ -366,8 +364,6 @@ class SVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from sklearn.utils.class_weight import compute_class_weight
-
         solver_fn, solver_opts = self._validate_params()
         if y is None:
             raise ValueError("SVC requires y to be passed, but the target y is None.")
@@ -380,15 +376,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(SVC cannot train on a single class).")
         sw = check_sample_weight(sample_weight, n, owner="SVC")
-        if self.class_weight is None:
-            cw = np.ones(len(classes))
-        else:
-            if isinstance(self.class_weight, dict):
-                unknown = set(self.class_weight) - set(classes.tolist())
-                if unknown:
-                    raise ValueError(f"The 'class_weight' parameter of SVC has keys {sorted(unknown, key=str)} "
-                                     f"that are not classes of y {classes.tolist()}.")
-            cw = compute_class_weight(self.class_weight, classes=classes, y=y)
+        cw = class_weights(self.class_weight, classes, y, owner="SVC")
         Cvec_all = float(self.C) * cw[y_idx] * sw
         keep = np.flatnonzero(Cvec_all > 0)
         if keep.shape[0] == 0:

@@ -72,7 +72,8 @@ template <typename T> __device__ void bsgd_set_column(const T* sv, T* svT, T* sv
     if (threadIdx.x == 0) svsq[j] = q;
 }
 
-// X: n x d (C order); order: sample of each of the n_steps steps; steps t0+1 .. t0+n_steps.
+// X: n x d (C order); y: signed sample weights (label in {-1, +1} times weight >= 0); order: sample of each
+// of the n_steps steps; steps t0+1 .. t0+n_steps.
 // sv: (budget+1) x d, alpha: budget+1, state[0]: number of SVs in/out; work_deg, work_h: budget+1.
 // stats (+=): violations, merges, clock cycles in maintenance, clock cycles in total.
 // use_cols: margins from the nonzeros of x (xptr, xidx, xval: CSR of X; xsq: squared row norms) against
@@ -141,7 +142,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
         const T scale = (T)1 - (T)1 / t;
         for (int j = tid; j < nsv; j += nt) alpha[j] *= scale;
         const T yi = y[i];
-        if (yi * f < (T)1) {
+        if (yi * f < fabs(yi)) {  // yi = label x weight: y f < 1 for a positive weight, never for zero
             ++viol;
             for (int k = tid; k < d; k += nt) sv[(long long)nsv * d + k] = xs[k];
             if (use_cols) bsgd_set_column<T>(sv, svT, svsq, d, cap, nsv, red);

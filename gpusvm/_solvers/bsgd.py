@@ -80,7 +80,9 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
     ----------
     be : Backend
     X : array of shape (n_samples, n_features), dense float64 on ``be``
-    y : array of shape (n_samples,), float64 in {-1, +1} on ``be``
+    y : array of shape (n_samples,), float64 on ``be``
+        Labels in {-1, +1}, or signed sample weights y_i w_i (w_i >= 0): sample i's hinge term is then
+        weighted by w_i, so a violation adds alpha = y_i w_i / (lambda t), and w_i = 0 never adds an SV.
     gamma : float
         Gaussian gram width: k(x, z) = exp(-gamma ||x - z||^2).
     C : float

@@ -338,7 +338,7 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
         scale = 1.0 - 1.0 / t
         for j in range(n_sv):
             alpha[j] *= scale
-        if y[i] * f < 1.0:
+        if y[i] * f < abs(y[i]):  # y_i f < 1 for |y_i| = w_i > 0; never for a zero weight
             viol += 1
             if use_cols:  # from the nonzeros (X may be a (0, d) placeholder for sparse input)
                 for k in range(d):
@@ -480,7 +480,11 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     X : {ndarray, CSR matrix} of shape (n_samples, n_features)
         CSR input is read through its nonzeros only (``columns``), never densified, unless
         ``margin="rows"``: the support vectors are the only dense rows (``budget + 1`` of them).
-    y : ndarray of shape (n_samples,), values in {-1, +1}
+    y : ndarray of shape (n_samples,)
+        Signed sample weights ``y_i w_i`` (label y_i in {-1, +1}, weight w_i >= 0): a step on sample i
+        is a margin violation when y_i f(x_i) < 1 and w_i > 0, and then adds x_i with
+        alpha = y_i w_i / (lam t), the Pegasos step of the hinge term w_i max(0, 1 - y_i f(x_i)). Plain
+        labels (all w_i = 1) are the unweighted problem.
     order : ndarray of shape (n_steps,), int
         Sample index of each step.
     t0 : int
