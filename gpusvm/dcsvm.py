@@ -17,8 +17,8 @@ from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
-from ._validation import (check_auto_or_bool, check_class_labels, check_options, check_sample_weight, check_scalar,
-                          check_X, to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
+                          check_sample_weight, check_scalar, check_X, class_weights, to_numpy)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -190,6 +190,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         loop releases the GIL); on full ijcnn1 (2 cores, one run) the solved 16-cluster level took 0.24-0.25 s
         wall with 2 threads against 0.32-0.62 s in process, the same model. The top-level solve, most of
         the fit, is one problem and gains nothing.
+    class_weight : dict, "balanced" or None, default=None
+        Multiply C of class c by ``class_weight[c]`` (times ``sample_weight``), as scikit-learn's SVC.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
         Shape of :meth:`decision_function` for more than two classes, as scikit-learn's SVC: "ovr"
         turns the one-vs-one values into one column per class (votes plus a confidence tie-break);
@@ -242,7 +244,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                  sub_tol=None,
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
                  batch_subproblems="auto", batch_max_size=4096,
-                 decision_function_shape="ovr", device="auto", random_state=None, verbose=0, deduplicate="auto"):
+                 class_weight=None, decision_function_shape="ovr", device="auto", random_state=None, verbose=0,
+                 deduplicate="auto"):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -266,6 +269,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.executor = executor
         self.batch_subproblems = batch_subproblems
         self.batch_max_size = batch_max_size
+        self.class_weight = class_weight
         self.decision_function_shape = decision_function_shape
         self.device = device
         self.random_state = random_state
@@ -302,6 +306,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.max_cluster_share, "max_cluster_share", own, low=0.0, high=1.0, low_open=True)
         check_scalar(self.max_sv_share, "max_sv_share", own, low=0.0, high=1.0, low_open=True)
         check_options(self.assign, "assign", own, ("center", "nearest"))
+        check_class_weight(self.class_weight, own)
         check_scalar(self.tol, "tol", own, low=0.0, low_open=True)
         check_scalar(self.sub_tol, "sub_tol", own, low=0.0, low_open=True, allow_none=True)
         check_scalar(self.cache_size, "cache_size", own, low=0.0, low_open=True)
@@ -375,8 +380,11 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(DCSVC cannot train on a single class).")
         sw = check_sample_weight(sample_weight, n, owner="DCSVC")
-        Cvec_all = float(self.C) * sw
+        Cvec_all = float(self.C) * class_weights(self.class_weight, classes, y, owner="DCSVC")[y_idx] * sw
         keep = np.flatnonzero(Cvec_all > 0)
+        if keep.shape[0] == 0:
+            raise ValueError("Invalid input: all samples have zero weight ('sample_weight' and "
+                             "'class_weight' leave no sample with C_i > 0).")
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:

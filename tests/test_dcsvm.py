@@ -86,6 +86,26 @@ def test_matches_sklearn_on_both_backends(backend):
     assert set(np.unique(est.predict(X, level=2))) <= set(est.classes_)
 
 
+def test_class_and_sample_weights_match_sklearn():
+    """C_i = C * class_weight[y_i] * sample_weight_i, as scikit-learn's SVC (zero weights leave samples out)."""
+    X, y = load_bundled("breast_cancer")
+    rng = np.random.default_rng(21)
+    sw = rng.uniform(0.2, 2.0, size=len(y))
+    sw[rng.random(len(y)) < 0.1] = 0.0
+    cw = {0: 2.5, 1: 0.6}
+    est = DCSVC(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, class_weight=cw, device="cpu",
+                random_state=0).fit(X, y, sample_weight=sw)
+    ref = SkSVC(C=10.0, gamma=0.05, class_weight=cw).fit(X, y, sample_weight=sw)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    assert np.max(np.abs(est.decision_function(X) - ref.decision_function(X))) < 0.02
+    plain = DCSVC(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=0).fit(X, y)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(plain)) > 1e-2  # the weights mattered
+    with pytest.raises(ValueError, match="all samples have zero weight"):
+        DCSVC(n_levels=1, device="cpu").fit(X, y, sample_weight=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="'class_weight' parameter of DCSVC must be None, 'balanced' or a dict"):
+        DCSVC(class_weight=[1, 2], n_levels=1, device="cpu").fit(X, y)
+
+
 def test_multiclass_one_vs_one_matches_sklearn():
     from sklearn.datasets import load_iris
 
