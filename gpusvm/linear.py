@@ -237,7 +237,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             n_iter = max(n_iter, res.n_iter)
             n_updates += res.n_updates
             if not res.converged:
-                not_converged.append(classes[cls])
+                not_converged.append(cls)
                 stalled |= bool(res.info.get("line_search_failed"))
         if not_converged:
             if stalled:
@@ -248,7 +248,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                 what = f"it reached max_iter={self.max_iter} {steps}; increase max_iter"
             warnings.warn(
                 f"{name} ({solver}) stopped before the tolerance tol={self.tol} for the problem(s) of class(es) "
-                f"{not_converged}: {what}.",
+                f"{classes[not_converged].tolist()}: {what}.",
                 ConvergenceWarning,
             )
         self.classes_ = classes

@@ -177,7 +177,7 @@ def test_convergence_warning_at_max_iter():
     X = rng.normal(size=(300, 10))
     y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
     for solver in ("dcd", "avsf"):
-        with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        with pytest.warns(ConvergenceWarning, match=r"class\(es\) \[1\]: it reached max_iter=2"):  # the label as written
             m = LinearSVC(C=100.0, solver=solver, tol=1e-8, max_iter=2).fit(X, y)
         assert m.n_iter_ == 2
         assert m.n_updates_ > 0
