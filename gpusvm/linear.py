@@ -200,7 +200,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
-                             f"{classes[0]!r}.")
+                             f"{classes[:1].tolist()[0]!r}.")
         C_host = float(self.C) * class_weights(self.class_weight, classes, y, owner=name)[y_idx] * sw
         if not np.any(C_host > 0):
             raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "

@@ -294,8 +294,8 @@ def test_sklearn_drop_in_parameters():
 
 def test_input_errors_and_predict_shapes():
     X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    with pytest.raises(ValueError, match="at least 2 classes"):
-        LinearSVC().fit(X, np.zeros(4))
+    with pytest.raises(ValueError, match=r"at least 2 classes in the data; got only one class: 0\.$"):
+        LinearSVC().fit(X, np.zeros(4, dtype=int))
     m = LinearSVC().fit(X, np.array(["a", "b", "b", "a"]))
     assert m.predict(X).dtype.kind == "U"
     with pytest.raises(ValueError, match="expecting 2 features"):

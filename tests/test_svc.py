@@ -291,6 +291,11 @@ def test_weights_against_sklearn():
     mb = SVC(C=2.0, class_weight="balanced", device="cpu").fit(X, y)
     rb = SkSVC(C=2.0, class_weight="balanced").fit(X, y)
     np.testing.assert_allclose(mb.decision_function(X), rb.decision_function(X), rtol=1e-5, atol=1e-6)
+    # a class left without weight is named as the user wrote it (not NumPy 2's "np.int64(3)")
+    y4, sw4 = np.arange(len(y)) % 4 + 1, np.ones(len(y))
+    sw4[y4 == 3] = 0.0
+    with pytest.raises(ValueError, match=r"classes 1 and 3 do not both have samples with positive weight"):
+        SVC(device="cpu").fit(X, y4, sample_weight=sw4)
 
 
 def test_gamma_scale_and_auto_as_sklearn():
