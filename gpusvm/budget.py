@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -93,6 +96,12 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         Where to train (see :func:`gpusvm.get_backend`). "auto" sends host data to the GPU only with
         fewer than 32 features: the GPU loop (one thread block) was faster than the CPU's on an H100 for
         3 and 22 features and 2-11x slower for 123 and 300; CuPy inputs stay on the GPU.
+    n_jobs : int, default=None
+        Threads that train the one-vs-rest problems of a multi-class CPU fit at the same time
+        (joblib's convention: None means 1 unless in a ``joblib.parallel_backend`` context, -1 all
+        cores). The compiled loop releases the GIL and each problem is trained exactly as alone, so the
+        model does not depend on it (8 classes, 30,000 x 20, budget 200 on the 2-core machine: 1.6-1.8 s
+        wall with one thread, 0.88-0.96 s with two). A GPU fit trains the problems one after the other.
 
     Attributes
     ----------
@@ -122,7 +131,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", budget=500, n_merge=2, merge="cascade",
-                 epochs=1, class_weight=None, random_state=None, device="auto"):
+                 epochs=1, class_weight=None, random_state=None, device="auto", n_jobs=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -133,6 +142,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.class_weight = class_weight
         self.random_state = random_state
         self.device = device
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------------------------------
     def _validate_params(self):
@@ -157,6 +167,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         check_options(self.merge, "merge", name, ("cascade", "gradient", "greedy"))
         check_scalar(self.epochs, "epochs", name, kind="int", low=1)
         check_class_weight(self.class_weight, name)
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"The 'n_jobs' parameter of {name} must be None or a nonzero int. "
+                             f"Got {self.n_jobs!r} instead.")
 
     @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "
                          "device whole)")
@@ -212,11 +226,22 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         problems = [1] if len(classes) == 2 else list(range(len(classes)))
         columns = be.bsgd_columns(X)  # the CPU loop's sparse view of X, shared by all problems
         svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
-        t_start = time.perf_counter()
-        for c in problems:
+
+        def train(c):
             yb = be.asarray(np.where(y_idx == c, weight, -weight))  # signed weights (see bsgd)
-            res = bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
-                       n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
+            return bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
+                        n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
+
+        t_start = time.perf_counter()
+        n_jobs = 1 if be.is_gpu else max(1, min(len(problems), effective_n_jobs(self.n_jobs)))
+        if n_jobs > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=n_jobs) as ex:
+                results = list(ex.map(train, problems))
+        else:
+            results = [train(c) for c in problems]
+        for res in results:
             svs.append(np.asarray(be.to_host(res.support_vectors)))
             coefs.append(np.asarray(be.to_host(res.alpha)))
             for k in info:

@@ -393,6 +393,23 @@ def test_multiclass_one_vs_rest():
     assert np.mean(accs) > ref.score(Xt[900:], yt[900:]) - 0.05
 
 
+def test_threads_give_the_same_multiclass_model():
+    """n_jobs trains the one-vs-rest problems in threads (the loop releases the GIL): the same model."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    kw = dict(C=10.0, gamma=0.001, budget=60, n_merge=3, random_state=0, device="cpu")
+    one = BudgetSVC(**kw).fit(X, y)
+    two = BudgetSVC(n_jobs=2, **kw).fit(X, y)
+    assert one.n_merges_ > 0
+    np.testing.assert_array_equal(two.dual_coef_, one.dual_coef_)
+    np.testing.assert_array_equal(two.support_vectors_, one.support_vectors_)
+    assert two.n_merges_ == one.n_merges_ and two.n_violations_ == one.n_violations_
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="'n_jobs' parameter of BudgetSVC must be None or a nonzero int"):
+            BudgetSVC(n_jobs=bad).fit(X[:50], y[:50])
+
+
 def test_string_labels_and_gamma_scale():
     X, y = _small_problem(n=200, seed=6)
     lab = np.where(y > 0, "yes", "no")

@@ -283,7 +283,7 @@ def _margin_columns(svT, svsq, alpha, n_sv, xsq, idx, val, gamma, dot, bits):
     return f
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: BudgetSVC(n_jobs=...) trains one-vs-rest problems in threads
 def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gss, n_gd, sv, alpha, n_sv,
                   stats, track, use_cols, xptr, xidx, xval, xsq):
     """Run steps t0+1 .. t0+len(order); updates sv/alpha in place, returns n_sv.
