@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -13,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._backend import BUDGET_AUTO_GPU_MAX_FEATURES, array_library, get_backend
 from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
+from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
 from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
                           check_X, class_weights, to_input_library, to_numpy)
@@ -167,10 +165,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         check_options(self.merge, "merge", name, ("cascade", "gradient", "greedy"))
         check_scalar(self.epochs, "epochs", name, kind="int", low=1)
         check_class_weight(self.class_weight, name)
-        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral)
-                                        or self.n_jobs == 0):
-            raise ValueError(f"The 'n_jobs' parameter of {name} must be None or a nonzero int. "
-                             f"Got {self.n_jobs!r} instead.")
+        check_n_jobs(self.n_jobs, name)
 
     @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "
                          "device whole)")
@@ -233,14 +228,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
                         n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
 
         t_start = time.perf_counter()
-        n_jobs = 1 if be.is_gpu else max(1, min(len(problems), effective_n_jobs(self.n_jobs)))
-        if n_jobs > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=n_jobs) as ex:
-                results = list(ex.map(train, problems))
-        else:
-            results = [train(c) for c in problems]
+        results = map_problems(train, problems, self.n_jobs, on_gpu=be.is_gpu)
         for res in results:
             svs.append(np.asarray(be.to_host(res.support_vectors)))
             coefs.append(np.asarray(be.to_host(res.alpha)))

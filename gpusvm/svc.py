@@ -6,7 +6,6 @@ import numbers
 import warnings
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
@@ -19,6 +18,7 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
                           check_X, class_weights, to_input_library, to_numpy)
@@ -332,9 +332,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             check_scalar(self.working_set_size, "working_set_size", "SVC", kind="int", low=2)
         check_class_weight(self.class_weight, "SVC")
         check_deduplicate(self.deduplicate, "SVC")
-        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, numbers.Integral)
-                                        or self.n_jobs == 0):
-            raise ValueError(f"The 'n_jobs' parameter of SVC must be None or a nonzero int. Got {self.n_jobs!r} instead.")
+        check_n_jobs(self.n_jobs, "SVC")
         for name in ("shrinking", "break_ties"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"The '{name}' parameter of SVC must be a bool. Got {getattr(self, name)!r} instead.")
@@ -418,14 +416,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                                        spec, solver_fn, opts, cache_bytes, perms[p], groups)
             return alpha, res, f
 
-        n_jobs = 1 if be.is_gpu else max(1, min(len(pairs), effective_n_jobs(self.n_jobs)))
-        if n_jobs > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=n_jobs) as ex:
-                results = list(ex.map(solve_pair, range(len(pairs))))
-        else:
-            results = [solve_pair(p) for p in range(len(pairs))]
+        results = map_problems(solve_pair, range(len(pairs)), self.n_jobs, on_gpu=be.is_gpu)
         for (idx, yb, _), (alpha, res, f) in zip(tasks, results):
             pair_alpha.append(alpha * yb)  # signed coefficients
             pair_idx.append(idx)

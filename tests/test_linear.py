@@ -172,6 +172,24 @@ def test_no_intercept_and_intercept_scaling():
     assert m5.objective_[0] == pytest.approx(ref, rel=1e-4)
 
 
+@pytest.mark.parametrize("solver", ["dcd", "avsf", "newton"])
+def test_threads_give_the_same_one_vs_rest_model(solver):
+    """n_jobs solves the one-vs-rest problems in threads (the dual solvers; newton ignores it): the same
+    model (each problem its own seed)."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(600, 15))
+    y = np.argmax(X[:, :4] + 0.5 * rng.normal(size=(600, 4)), axis=1)
+    loss = "squared_hinge" if solver == "newton" else "hinge"
+    kw = dict(C=0.5, loss=loss, solver=solver, tol=1e-3, max_iter=5000, random_state=0, device="cpu")
+    one = LinearSVC(**kw).fit(X, y)
+    two = LinearSVC(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(two.coef_, one.coef_)
+    np.testing.assert_array_equal(two.intercept_, one.intercept_)
+    assert two.n_updates_ == one.n_updates_ and two.n_iter_ == one.n_iter_
+    with pytest.raises(ValueError, match="'n_jobs' parameter of LinearSVC must be None or a nonzero int"):
+        LinearSVC(n_jobs=0).fit(X, y)
+
+
 def test_convergence_warning_at_max_iter():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 10))
