@@ -200,6 +200,17 @@ def class_weights(class_weight, classes, y, *, owner):
     return np.asarray(compute_class_weight(class_weight, classes=classes, y=y), dtype=np.float64)
 
 
+def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner):
+    """Weight of each sample, w_i = class_weight[y_i] * sample_weight_i (sample i's C is C w_i), and the
+    per-class weights; both validated, and at least one w_i must be positive."""
+    cw = class_weights(class_weight, classes, y, owner=owner)
+    w = cw[y_idx] * check_sample_weight(sample_weight, len(y_idx), owner=owner)
+    if not np.any(w > 0):
+        raise ValueError(f"Invalid input: all samples have zero weight. The sample weights (times the class "
+                         f"weights) of {owner} are all zero; at least one sample needs a positive weight.")
+    return w, cw
+
+
 def to_numpy(x):
     """``x`` (a NumPy or CuPy array, or anything ``np.asarray`` takes) as a host NumPy array."""
     if array_library(x) == "cupy":

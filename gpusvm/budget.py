@@ -12,8 +12,8 @@ from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
-from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
-                          check_X, class_weights, to_input_library, to_numpy)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
+                          to_input_library, to_numpy, weights_per_sample)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -205,11 +205,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")
-        weight = class_weights(self.class_weight, classes, y, owner=name)[y_idx] * check_sample_weight(
-            sample_weight, n, owner=name)
-        if not np.any(weight > 0):
-            raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
-                             "one sample needs a positive weight.")
+        weight = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name)[0]
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:

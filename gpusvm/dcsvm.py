@@ -17,8 +17,8 @@ from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
-                          check_sample_weight, check_scalar, check_X, class_weights, to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
+                          check_X, to_numpy, weights_per_sample)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -379,12 +379,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(DCSVC cannot train on a single class).")
-        sw = check_sample_weight(sample_weight, n, owner="DCSVC")
-        Cvec_all = float(self.C) * class_weights(self.class_weight, classes, y, owner="DCSVC")[y_idx] * sw
+        Cvec_all = float(self.C) * weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx,
+                                                      owner="DCSVC")[0]
         keep = np.flatnonzero(Cvec_all > 0)
-        if keep.shape[0] == 0:
-            raise ValueError("Invalid input: all samples have zero weight ('sample_weight' and "
-                             "'class_weight' leave no sample with C_i > 0).")
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:

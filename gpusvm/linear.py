@@ -19,8 +19,8 @@ from ._dedupe import reduce_rows
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
-                          check_sample_weight, check_scalar, check_X, class_weights, to_input_library, to_numpy)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
+                          check_X, to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
@@ -208,15 +208,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         X = check_X(X, be, owner=name)
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
-        sw = check_sample_weight(sample_weight, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[:1].tolist()[0]!r}.")
-        C_host = float(self.C) * class_weights(self.class_weight, classes, y, owner=name)[y_idx] * sw
-        if not np.any(C_host > 0):
-            raise ValueError(f"The sample weights (times the class weights) of {name} are all zero; at least "
-                             "one sample needs a positive weight.")
+        C_host = float(self.C) * weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx,
+                                                    owner=name)[0]
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         if group is not None:
             # equal rows with the same label enter the dual only through the sum of their alphas: one row

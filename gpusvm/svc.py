@@ -20,8 +20,8 @@ from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
-from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
-                          check_X, class_weights, to_input_library, to_numpy)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
+                          to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["SVC"]
 
@@ -373,13 +373,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(SVC cannot train on a single class).")
-        sw = check_sample_weight(sample_weight, n, owner="SVC")
-        cw = class_weights(self.class_weight, classes, y, owner="SVC")
-        Cvec_all = float(self.C) * cw[y_idx] * sw
+        w, cw = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="SVC")
+        Cvec_all = float(self.C) * w
         keep = np.flatnonzero(Cvec_all > 0)
-        if keep.shape[0] == 0:
-            raise ValueError("Invalid input: all samples have zero weight ('sample_weight' and "
-                             "'class_weight' leave no sample with C_i > 0).")
 
         # gamma as sklearn: from all of X, before zero-weight samples are dropped
         if isinstance(self.gamma, str):

@@ -213,3 +213,13 @@ def test_fit_turns_device_oom_into_a_clear_memory_error(monkeypatch, module, nam
     # the decorator keeps fit's signature (sklearn's has_fit_parameter reads it)
     params = list(inspect.signature(getattr(mod, name).fit).parameters)
     assert params[:4] == ["self", "X", "y", "sample_weight"]  # every estimator takes sample weights
+
+
+@pytest.mark.parametrize("name", ["SVC", "LinearSVC", "BudgetSVC", "DCSVC"])
+def test_all_zero_weights_raise_the_same_error_in_every_estimator(name):
+    import gpusvm
+
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    est = getattr(gpusvm, name)(class_weight={0: 0.0}, device="cpu")
+    with pytest.raises(ValueError, match=rf"all samples have zero weight\. .* of {name} are all zero"):
+        est.fit(X, [0, 1, 0, 1], sample_weight=[1.0, 0.0, 1.0, 0.0])
