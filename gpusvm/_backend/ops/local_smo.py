@@ -294,10 +294,6 @@ def grad_update_rows_nb(G, y, K, rows, coef):
         G[col] += y[col] * acc[col]
 
 
-def _numba_impl():
-    return local_smo_nb, grad_update_rows_nb, local_smo_batched_nb
-
-
 def _check_q(q):
     if q < 1 or q > MAX_Q:
         raise ValueError(f"local_smo solves working sets of 1 to {MAX_Q} variables, got {q}")
@@ -334,7 +330,6 @@ def local_smo_cpu(be, K_BB, y_B, alpha_B, G_B, C_B, diag_B, eps, max_steps, mode
     np = be.xp
     q = int(alpha_B.shape[0])
     _check_q(q)
-    local_smo_nb = _numba_impl()[0]
     K = np.ascontiguousarray(K_BB)
     a, steps, gap = local_smo_nb(K, np.ascontiguousarray(y_B, dtype=np.float64),
                                  np.ascontiguousarray(alpha_B, dtype=np.float64),
@@ -466,10 +461,10 @@ def local_smo_batched_cpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
         K = np.ascontiguousarray(K_flat)
         if K.dtype not in (np.float32, np.float64):
             K = K.astype(np.float64)
-        _numba_impl()[2](K, k_off, seg, np.ascontiguousarray(y, dtype=np.float64), a, G,
-                         np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(diag, dtype=np.float64),
-                         float(eps), _steps_cap(max_steps), int(mode), int(min(max(pa_recent, 1), 3)), float(eta),
-                         steps, gap)
+        local_smo_batched_nb(K, k_off, seg, np.ascontiguousarray(y, dtype=np.float64), a, G,
+                             np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(diag, dtype=np.float64),
+                             float(eps), _steps_cap(max_steps), int(mode), int(min(max(pa_recent, 1), 3)),
+                             float(eta), steps, gap)
     return a, G, steps, gap
 
 
@@ -528,7 +523,6 @@ def grad_update_rows_cpu(be, G, y, K_rows, coef, rows=None):
         rows need not be copied out of a cache.
     """
     np = be.xp
-    grad_update_rows_nb = _numba_impl()[1]
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     rows = np.arange(coef.shape[0], dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     K = K_rows if K_rows.flags.c_contiguous else np.ascontiguousarray(K_rows)

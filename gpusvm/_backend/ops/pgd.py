@@ -324,10 +324,6 @@ def pwss_pairs_nb(K, slots, cand, qi, qc, di, dc, ok_i, ok_c, tau):
     return out
 
 
-def _numba_impl():
-    return subproblem_nb, pwss_assign_nb
-
-
 def _threads_for(nb):
     """Threads of the one-block launch: the power of two >= max(nb, 32); at most 1,024 (MAX_NB), the
     kernel's ``__launch_bounds__``, which a larger launch would exceed."""
@@ -443,13 +439,12 @@ def alfpgm_subproblem_cpu(be, Q, lin, y, lo, hi, lam, stats, info, *, mu, eps, m
     np = be.xp
     nb = int(lin.shape[0])
     _check_nb(nb)
-    sub, _ = _numba_impl()
     f64 = np.float64
-    d, lam_new = sub(np.ascontiguousarray(Q), np.ascontiguousarray(lin, dtype=f64),
-                     np.ascontiguousarray(y, dtype=f64), np.ascontiguousarray(lo, dtype=f64),
-                     np.ascontiguousarray(hi, dtype=f64), float(lam[0]), float(mu), float(eps),
-                     int(max_inner), int(max_outer), max(1, int(check_every)), int(n_power),
-                     float(safety), bool(restart), stats, info)
+    d, lam_new = subproblem_nb(np.ascontiguousarray(Q), np.ascontiguousarray(lin, dtype=f64),
+                               np.ascontiguousarray(y, dtype=f64), np.ascontiguousarray(lo, dtype=f64),
+                               np.ascontiguousarray(hi, dtype=f64), float(lam[0]), float(mu), float(eps),
+                               int(max_inner), int(max_outer), max(1, int(check_every)), int(n_power),
+                               float(safety), bool(restart), stats, info)
     lam[0] = lam_new
     return d
 
@@ -506,8 +501,7 @@ def pwss_assign_cpu(be, S):
         The column taken by each row, or -1 when none is left.
     """
     np = be.xp
-    _, assign = _numba_impl()
-    return assign(np.ascontiguousarray(S, dtype=np.float64))
+    return pwss_assign_nb(np.ascontiguousarray(S, dtype=np.float64))
 
 
 @register_op("pwss_assign", "gpu")
