@@ -198,6 +198,37 @@ def test_merge_degradation_is_the_feature_space_distance():
         assert deg[j] <= min(ends) + 1e-12 * (ai + aj) ** 2
 
 
+@pytest.mark.parametrize("gamma,scale,equal", [(0.5, 1.0, False), (8.0, 1.0, False), (0.03, 255.0, False),
+                                               (0.5, 1.0, True)])
+def test_batched_merge_search_matches_scalar_search(gamma, scale, equal):
+    """The CPU merge search runs its golden-section searches GSS_BATCH at a time with the vectorized exp
+    (ops/merge.py): the same degradations, h and partners as one scalar golden_merge per candidate
+    (libm exp), over several batches (n > 2 GSS_BATCH), with far pairs (raw 0-255 features, gamma d^2 in
+    the thousands: the clamped exponentials) and with equal coefficients (m = 1/2: s symmetric, where a
+    comparison of two s values within 1 ulp may fall the other way, moving h by rounding only)."""
+    from gpusvm._backend.ops.merge import GSS_BATCH, gss_workspace, merge_search_nb, merge_search_scalar_nb
+
+    rng = np.random.default_rng(21)
+    n, d = 2 * GSS_BATCH + 57, 6
+    sv = np.round(rng.random((n, d)) * scale) if scale > 1 else rng.normal(size=(n, d))
+    alpha = rng.choice([-1.0, 1.0], size=n) * (0.01 if equal else rng.random(n) + 1e-3)
+    for first in (0, int(np.argmin(np.abs(alpha))), n - 1):
+        deg_s, h_s = np.empty(n), np.empty(n)
+        deg_b, h_b = np.full(n, np.nan), np.full(n, np.nan)
+        merge_search_scalar_nb(sv, alpha, n, first, gamma, 10, deg_s, h_s)
+        ws, iws = gss_workspace()
+        merge_search_nb(sv, alpha, n, first, gamma, 10, deg_b, h_b, ws, iws)
+        assert np.array_equal(np.isinf(deg_s), np.isinf(deg_b)) and np.isinf(deg_s).sum() >= 1
+        fin = np.isfinite(deg_s)
+        assert np.mean(h_b[fin] == h_s[fin]) >= 0.98
+        np.testing.assert_allclose(h_b[fin], h_s[fin], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(deg_b[fin], deg_s[fin], rtol=1e-12, atol=1e-300)
+        if not equal:  # distinct degradations: the same partners in the same order
+            assert np.array_equal(deg_b[fin], deg_s[fin])
+            for k in (1, 2, 4, 9):
+                assert CPU.merge_partners(deg_b, k).tolist() == CPU.merge_partners(deg_s, k).tolist()
+
+
 def test_merge_partners_order_and_ties():
     deg = np.array([3.0, np.inf, 1.0, 1.0, 0.5, np.inf])
     assert CPU.merge_partners(deg, 3).tolist() == [4, 2, 3]
@@ -474,8 +505,9 @@ def test_sklearn_estimator_checks(estimator, check):
 
 
 def test_vectorized_exp_within_one_ulp():
-    """The margins' vectorized exp (ops/bsgd.py) against libm over its whole range [-708, 0]."""
-    from gpusvm._backend.ops.bsgd import exp_neg_vec
+    """The vectorized exp of the margins and of the merge search (ops/merge.py) against libm over its
+    whole range [-708, 0]."""
+    from gpusvm._backend.ops.merge import exp_neg_vec
 
     rng = np.random.default_rng(0)
     edges = [0.0, -708.0, -1e-300, -0.5 * math.log(2)]

@@ -64,7 +64,8 @@ from numba.extending import intrinsic
 from ..base import register_op
 # Numba's on-disk cache of this module's functions is keyed on THIS file only: after editing merge.py,
 # delete gpusvm/_backend/ops/__pycache__/*.nb[ic] (or touch this file), or the loop keeps the old merge.
-from .merge import DEFAULT_N_GSS, argmin_abs, golden_merge, merge_search_nb, smallest_k, sqdist
+from .merge import (DEFAULT_N_GSS, GSS_AJ, GSS_BATCH, GSS_DEG, GSS_G, argmin_abs, exp_neg_vec, golden_merge,
+                    golden_merge_batch, gss_workspace, merge_search_nb, smallest_k, sqdist)
 
 MERGE_CODES = {"cascade": 0, "gradient": 1, "greedy": 2}
 GREEDY_SHORTLIST = 8  # merge="greedy": shortlisted partners per merged partner (see the module docstring)
@@ -116,13 +117,14 @@ def _merged_degradation(sv, alpha, first, partners, found, z, az, gamma):
 
 
 @numba.njit(cache=True)
-def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners, z, zprev, w, track):
+def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs, partners, z, zprev, w, track,
+              ws, iws):
     """One budget maintenance step; returns the new number of SVs, (when ``track``) the exact weight
     degradation of the step (else 0), the first candidate's slot and the number of partners merged
     (the slots that changed are ``first`` and ``partners[:found]``, those below the new count)."""
     d = sv.shape[1]
     first = argmin_abs(alpha, n_sv)
-    merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs)
+    merge_search_nb(sv, alpha, n_sv, first, gamma, n_gss, deg, hs, ws, iws)
     # the M - 1 best partners; greedy: a shortlist of the GREEDY_SHORTLIST * (M - 1) best (as the kernel)
     n_pick = min(n_sv - 1, GREEDY_SHORTLIST * (n_merge - 1)) if merge_code == 2 else n_merge - 1
     cand = np.empty(max(1, n_pick), dtype=np.int64) if merge_code == 2 else partners
@@ -144,23 +146,37 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
         n_cand = found
         used = np.zeros(n_cand, dtype=np.bool_)
         found = 0
+        B = GSS_BATCH
         for q in range(n_merge - 1):
             best = -1
             best_deg = np.inf
-            best_h = 0.0
-            best_az = 0.0
-            for c in range(n_cand):
-                if not used[c]:
-                    h, az_new, dg = golden_merge(az, alpha[cand[c]], gamma * sqdist(z, sv[cand[c]]), n_gss)
-                    if dg < best_deg:
-                        best, best_deg, best_h, best_az = c, dg, h, az_new
+            best_gd2 = 0.0
+            c = 0
+            while c < n_cand:  # the unused shortlisted SVs, GSS_BATCH golden-section searches at a time
+                nb = 0
+                while c < n_cand and nb < B:
+                    if not used[c]:
+                        iws[4 * B + nb] = c
+                        ws[GSS_G * B + nb] = gamma * sqdist(z, sv[cand[c]])
+                        ws[GSS_AJ * B + nb] = alpha[cand[c]]
+                        nb += 1
+                    c += 1
+                if nb > 0:
+                    golden_merge_batch(nb, az, ws, iws, n_gss)
+                    for k in range(nb):
+                        if ws[GSS_DEG * B + k] < best_deg:  # the first least degradation in shortlist order
+                            best = iws[4 * B + k]
+                            best_deg = ws[GSS_DEG * B + k]
+                            best_gd2 = ws[GSS_G * B + k]
             if best < 0:
                 break
             used[best] = True
             p = cand[best]
+            # the chosen merge itself by the scalar search, as the cascade: the batch's h can differ in the
+            # last bit where two s values tie to within 1 ulp (pairs of equal coefficients, m = 1/2)
+            h, az, _ = golden_merge(az, alpha[p], best_gd2, n_gss)
             for k in range(d):
-                z[k] = best_h * z[k] + (1.0 - best_h) * sv[p, k]
-            az = best_az
+                z[k] = h * z[k] + (1.0 - h) * sv[p, k]
             partners[found] = p
             found += 1
     elif merge_code == 0:  # cascade
@@ -219,45 +235,6 @@ def _set_column(svT, svsq, sv, j):
     svsq[j] = q
 
 
-# exp(v), v <= 0, in a form LLVM vectorizes (libm's exp is a scalar call without Intel SVML): v = k ln2 + r,
-# |r| <= ln2 / 2, exp(r) by its Taylor polynomial of degree 13 (truncation < 1e-17), 2^k from the
-# exponent bits. Within 1 ulp of math.exp over [-708, 0] (tests/test_budget.py); v < -708 is clamped
-# (exp(-708) = 3e-308 instead of a subnormal or 0: no effect on a sum of gram values).
-_LOG2E = 1.4426950408889634
-_LN2_HI = 0.693145751953125  # 12 significant bits: k * _LN2_HI is exact for |k| <= 1022
-_LN2_LO = 1.4286068203094173e-06  # ln 2 - _LN2_HI
-
-
-@numba.njit(cache=True, fastmath={"contract"})
-def exp_neg_vec(v, n, bits):
-    """In place: v[:n] <- exp(v[:n]) for v <= 0 (see above); ``bits`` (int64, >= n) is scratch."""
-    for j in range(n):
-        x = v[j]
-        if x < -708.0:
-            x = -708.0
-        kf = math.floor(x * _LOG2E + 0.5)
-        r = (x - kf * _LN2_HI) - kf * _LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        v[j] = p
-        bits[j] = (np.int64(kf) + 1023) << 52
-    scale = bits.view(np.float64)
-    for j in range(n):
-        v[j] *= scale[j]
-
-
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _margin_columns(svT, svsq, alpha, n_sv, xsq, idx, val, gamma, dot, bits):
     """f = sum_j alpha_j exp(-gamma ||sv_j - x||^2) with ||sv_j - x||^2 = ||sv_j||^2 + ||x||^2 - 2 <sv_j, x>,
@@ -306,6 +283,7 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
     z = np.empty(d)
     zprev = np.empty(d)
     w = np.empty(n_merge)
+    ws, iws = gss_workspace()
     if use_cols:
         svT = np.empty((d, cap))
         svsq = np.empty(cap)
@@ -355,7 +333,7 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
             if n_sv > budget:
                 c0 = _cycles()
                 n_sv, dg, first, found = _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd,
-                                                   deg, hs, partners, z, zprev, w, track)
+                                                   deg, hs, partners, z, zprev, w, track, ws, iws)
                 if use_cols:  # the slots that changed: the merged point's and the refilled holes
                     if first < n_sv:
                         _set_column(svT, svsq, sv, first)

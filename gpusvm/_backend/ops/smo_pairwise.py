@@ -31,8 +31,8 @@ cache. Swaps made by one shrinking pass are applied to the cached rows in one pa
 Gram rows are computed in Numba. Dense X (and CSR X whose dense copy fits 256 MB) is kept
 transposed (features x positions, swapped with the variables), so the dot products of one row are
 one contiguous axpy sweep per nonzero feature of x_i, which LLVM vectorizes, and each dot product
-sums its features in order; the RBF exponential is the vectorizable polynomial ``exp_neg_vec`` of the
-BSGD op (Numba's ``math.exp`` is one libm call per value: 6 ns against about 1 ns). Larger CSR X is
+sums its features in order; the RBF exponential is the vectorizable polynomial ``exp_neg_vec`` of
+ops/merge.py (Numba's ``math.exp`` is one libm call per value: 6 ns against about 1 ns). Larger CSR X is
 read through the permutation.
 
 The axpy sweeps take the nonzero features of x_i four per pass over the dot products (the additions
@@ -94,9 +94,9 @@ import numba
 import numpy as np
 
 from ..base import register_op
-# (Numba caches this module keyed on this file only: after editing exp_neg_vec in bsgd.py, delete
+# (Numba caches this module keyed on this file only: after editing exp_neg_vec in merge.py, delete
 # ops/__pycache__/*.nb[ic] or touch this file.)
-from .bsgd import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
+from .merge import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
 
 TAU = 1e-12
 PA_ETA = 0.9  # eta of the planning-ahead working-set safeguard (see _solve)
