@@ -202,10 +202,10 @@ def test_merge_degradation_is_the_feature_space_distance():
                                                (0.5, 1.0, True)])
 def test_batched_merge_search_matches_scalar_search(gamma, scale, equal):
     """The CPU merge search runs its golden-section searches GSS_BATCH at a time with the vectorized exp
-    (ops/merge.py): the same degradations, h and partners as one scalar golden_merge per candidate
-    (libm exp), over several batches (n > 2 GSS_BATCH), with far pairs (raw 0-255 features, gamma d^2 in
-    the thousands: the clamped exponentials) and with equal coefficients (m = 1/2: s symmetric, where a
-    comparison of two s values within 1 ulp may fall the other way, moving h by rounding only)."""
+    (ops/merge.py): the same degradations, h and partners, to the bit, as one scalar golden_merge per
+    candidate (libm exp), over several batches (n > 2 GSS_BATCH), with far pairs (raw 0-255 features,
+    gamma d^2 in the thousands: the clamped exponentials) and with equal coefficients (m = 1/2: s is
+    symmetric, so compared s values tie and the near-tie rule hands those pairs to golden_merge)."""
     from gpusvm._backend.ops.merge import GSS_BATCH, gss_workspace, merge_search_nb, merge_search_scalar_nb
 
     rng = np.random.default_rng(21)
@@ -218,15 +218,10 @@ def test_batched_merge_search_matches_scalar_search(gamma, scale, equal):
         merge_search_scalar_nb(sv, alpha, n, first, gamma, 10, deg_s, h_s)
         ws, iws = gss_workspace()
         merge_search_nb(sv, alpha, n, first, gamma, 10, deg_b, h_b, ws, iws)
-        assert np.array_equal(np.isinf(deg_s), np.isinf(deg_b)) and np.isinf(deg_s).sum() >= 1
-        fin = np.isfinite(deg_s)
-        assert np.mean(h_b[fin] == h_s[fin]) >= 0.98
-        np.testing.assert_allclose(h_b[fin], h_s[fin], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(deg_b[fin], deg_s[fin], rtol=1e-12, atol=1e-300)
-        if not equal:  # distinct degradations: the same partners in the same order
-            assert np.array_equal(deg_b[fin], deg_s[fin])
-            for k in (1, 2, 4, 9):
-                assert CPU.merge_partners(deg_b, k).tolist() == CPU.merge_partners(deg_s, k).tolist()
+        assert np.isinf(deg_s).sum() >= 1
+        assert np.array_equal(deg_b, deg_s) and np.array_equal(h_b, h_s)
+        for k in (1, 2, 4, 9):
+            assert CPU.merge_partners(deg_b, k).tolist() == CPU.merge_partners(deg_s, k).tolist()
 
 
 def test_merge_partners_order_and_ties():

@@ -172,8 +172,7 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
                 break
             used[best] = True
             p = cand[best]
-            # the chosen merge itself by the scalar search, as the cascade: the batch's h can differ in the
-            # last bit where two s values tie to within 1 ulp (pairs of equal coefficients, m = 1/2)
+            # the chosen merge by the scalar search (the same h as the batch's; a_z is not among its outputs)
             h, az, _ = golden_merge(az, alpha[p], best_gd2, n_gss)
             for k in range(d):
                 z[k] = h * z[k] + (1.0 - h) * sv[p, k]

@@ -183,25 +183,30 @@ def _degradation(ai, aj, gd2, h):
 # in lock step: every bracket update is a select instead of a branch, and the two exponentials of each
 # s(h) evaluation of all pairs go through exp_neg_vec (vectorized, within 1 ulp of libm). The brackets
 # are computed with the same IEEE operations as golden_merge (no FMA contraction), and the degradation
-# of the final h with libm as there. So the results are golden_merge's to the bit except where two
-# compared s values lie within 1 ulp of each other and the comparison falls the other way: that happens
-# (pairs of nearly equal coefficients, m ~ 1/2, make s nearly symmetric about 1/2), and then h differs
-# in its last bit and the degradation by rounding (s is flat at its maximum). The merge search only
-# ranks partners by the degradation; the merges themselves are done by the scalar golden_merge.
+# of the final h with libm as there. Where two compared s values are so close that the comparison could
+# fall the other way than with libm's exp (_GSS_TIE), the pair is searched again by golden_merge, so the
+# results are golden_merge's to the bit.
 # Measured on this machine (merge search of one first candidate, ~1,000 candidates, 20-123 features):
 # 210-290 ns per candidate scalar, 90-120 ns batched.
 GSS_BATCH = 128
 # row offsets (in units of GSS_BATCH) in the float64 workspace; GSS_G, GSS_AJ (inputs: gamma * distance^2
 # and a_j of each pair), GSS_H, GSS_DEG (outputs) are public: the greedy cascade fills and reads them
-_W_V, _W_M, _W_A, _W_B, _W_C, _W_D, _W_FC, _W_FD, _W_K, _W_L = 0, 4, 5, 6, 7, 8, 9, 10, 11, 12
+_W_V, _W_M, _W_A, _W_B, _W_C, _W_D, _W_FC, _W_FD, _W_K, _W_L, _W_T = 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 17
 GSS_G, GSS_AJ, GSS_H, GSS_DEG = 13, 14, 15, 16
-_W_ROWS = 17
+_W_ROWS = 18
 # The batch's exponentials take arguments of at least -600: s values below e^-600 (far pairs) would
 # otherwise become subnormal products, 10-100x slower on x86 (skin_nonskin: gamma d^2 in the thousands).
 # It cannot change h: where the clamp matters every term of both compared s values is below e^-564
 # (else it is lost in rounding), and then the endpoint check picks h = 0 or 1 (s(1), s(0) >= min(m,
 # 1 - m), far above) in golden_merge and here alike.
 _GSS_MIN_ARG = -600.0
+# Two compared s values closer than this (relative) count as a tie: each s is within a few ulp of the
+# scalar search's (exp_neg_vec is within 1 ulp of libm), so a comparison can only fall the other way
+# there. Such pairs (m ~ 1/2: two never-merged SVs, whose coefficients are equal up to rounding) are
+# searched again by the scalar golden_merge, so that the batch returns golden_merge's h and degradation
+# to the bit.
+_GSS_TIE = 4e-15
+_GSS_TINY = 1e-250  # below: the clamped regime above (h is an endpoint either way)
 
 
 @numba.njit(cache=True)
@@ -222,7 +227,8 @@ def _exp_rows(ws, iws, rows, n):
 def golden_merge_batch(n, ai, ws, iws, n_gss):
     """:func:`golden_merge` of the pairs (ai, aj[k]) with gamma * distance^2 gd2[k], k < n <= GSS_BATCH,
     vectorized across the pairs. Reads aj and gd2 from the workspace rows GSS_AJ and GSS_G; writes h and
-    the degradation to rows GSS_H and GSS_DEG. All state lives in
+    the degradation to rows GSS_H and GSS_DEG; returns how many pairs were near-ties searched again by
+    golden_merge (see _GSS_TIE). All state lives in
     the one flat array ``ws`` at constant row offsets, so that LLVM can see that the rows do not overlap
     and vectorize the bracket updates."""
     B = GSS_BATCH
@@ -248,6 +254,7 @@ def golden_merge_batch(n, ai, ws, iws, n_gss):
         ws[_W_D * B + k] = d0
         ws[_W_FC * B + k] = m * ws[k] + (1.0 - m) * ws[B + k]
         ws[_W_FD * B + k] = m * ws[2 * B + k] + (1.0 - m) * ws[3 * B + k]
+        ws[_W_T * B + k] = 0.0
     for _ in range(n_gss):
         # golden_merge's step for every pair: fc >= fd (ties: left) -> [a, d], new point c; else
         # [c, b], new point d. K keeps the surviving value, L which side the new point is on.
@@ -259,6 +266,9 @@ def golden_merge_batch(n, ai, ws, iws, n_gss):
             c = ws[_W_C * B + k]
             d = ws[_W_D * B + k]
             left = fc >= fd
+            big = fc if left else fd
+            tie = abs(fc - fd) <= _GSS_TIE * big and big > _GSS_TINY
+            ws[_W_T * B + k] = 1.0 if tie else ws[_W_T * B + k]
             nb = d if left else b
             na = a if left else c
             xl = nb - GOLDEN * (nb - na)
@@ -298,6 +308,10 @@ def golden_merge_batch(n, ai, ws, iws, n_gss):
         s1 = m + (1.0 - m) * kappa
         s0 = m * kappa + (1.0 - m)
         h = ws[GSS_H * B + k]
+        top = max(sh, max(s1, s0))
+        if top > _GSS_TINY and (abs(s1 - sh) <= _GSS_TIE * top or abs(s0 - sh) <= _GSS_TIE * top
+                                or abs(s1 - s0) <= _GSS_TIE * top):
+            ws[_W_T * B + k] = 1.0
         if s1 > sh:
             h = 1.0
             sh = s1
@@ -306,6 +320,14 @@ def golden_merge_batch(n, ai, ws, iws, n_gss):
         ws[GSS_H * B + k] = h
     for k in range(n):
         ws[GSS_DEG * B + k] = _degradation(ai, ws[GSS_AJ * B + k], ws[GSS_G * B + k], ws[GSS_H * B + k])
+    n_ties = 0
+    for k in range(n):  # near-ties: the scalar search decides
+        if ws[_W_T * B + k] > 0.5:
+            h, _, dg = golden_merge(ai, ws[GSS_AJ * B + k], ws[GSS_G * B + k], n_gss)
+            ws[GSS_H * B + k] = h
+            ws[GSS_DEG * B + k] = dg
+            n_ties += 1
+    return n_ties
 
 
 @numba.njit(cache=True)
