@@ -165,6 +165,9 @@ def main(argv=None):
     p.add_argument("--sk-max", type=int, default=0,
                    help="rows for the sklearn reference (0: the full training set, except skin_nonskin: "
                         f"{SK_MAX_DEFAULT['skin_nonskin']} rows)")
+    p.add_argument("--sklearn-from", default=None,
+                   help="take the scikit-learn reference rows (accuracy, time, SVs) from this earlier result "
+                        "JSON instead of fitting SVC again (same data and hyperparameters; the rows say so)")
     p.add_argument("--tag", default=None, help="file name suffix (default: the devices)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     p.add_argument("--render", default=None, help="only rewrite the Markdown of this JSON result file")
@@ -204,7 +207,13 @@ def main(argv=None):
         X, y, Xt, yt = load(name, data_dir)
         print(f"== {name}: train {X.shape}, test {Xt.shape}", flush=True)
         sk_max = a.sk_max or SK_MAX_DEFAULT.get(name, X.shape[0])
-        ref = sklearn_ref(X, y, Xt, yt, spec["C"], spec["gamma"], sk_max)
+        if a.sklearn_from:
+            old = json.loads(Path(a.sklearn_from).read_text())["datasets"][name]
+            if (old["C"], old["gamma"], old["n_train"]) != (spec["C"], spec["gamma"], int(X.shape[0])):
+                sys.exit(f"{a.sklearn_from}: {name} was run with other data or hyperparameters")
+            ref = {**old["sklearn"], "reused_from": str(a.sklearn_from)}
+        else:
+            ref = sklearn_ref(X, y, Xt, yt, spec["C"], spec["gamma"], sk_max)
         print("   sklearn", ref, flush=True)
         entry = {"n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "n_features": int(X.shape[1]),
                  "C": spec["C"], "gamma": spec["gamma"], "sklearn": ref, "rows": [], "not_binding": []}
@@ -273,6 +282,8 @@ def markdown(out):
         sub = (f"trained on a stratified subset of {s['rows']} rows; its {s['n_sv_measured']} SVs scaled to "
                f"~{s['n_sv_full_est']} for the full set" if s["subset"] else f"{s['n_sv_measured']} SVs")
         cpu = f", {s['fit_cpu_s']:.1f} CPU s" if "fit_cpu_s" in s else ""
+        if "reused_from" in s:
+            sub += f"; not re-run: taken from {Path(s['reused_from']).name}"
         L += [f"## {name} (C={e['C']}, gamma={e['gamma']}; train {e['n_train']}, test {e['n_test']}, "
               f"d={e['n_features']})", "",
               f"scikit-learn SVC: accuracy {s['accuracy']:.4f}, fit {s['fit_time_s']:.1f} s wall{cpu} ({sub}).", "",
