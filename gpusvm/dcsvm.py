@@ -15,6 +15,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
+from ._parallel import check_n_jobs, map_problems
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from .svc import _blocked_decision
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
@@ -198,7 +199,14 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         "ovo" returns one column per class pair. Predictions are the one-vs-one vote either way.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
     random_state : int, numpy Generator/RandomState or None, default=None
-        Seeds the kernel k-means samples and seeds.
+        Seeds the kernel k-means samples and seeds. With more than two classes every class pair
+        draws its own seed from it first (so a pair's clustering does not depend on the others).
+    n_jobs : int, default=None
+        Threads that solve the class pairs of a multi-class CPU fit at the same time; joblib's
+        convention: None means 1 (unless in a ``joblib.parallel_backend`` context), -1 all cores. Every
+        pair is solved exactly as alone (its own seed), so the model does not depend on it; each thread
+        keeps its own Gram-row caches of ``cache_size`` MB. With an ``executor`` the pairs' subproblems
+        all go to it. A GPU fit solves the pairs one after the other.
     verbose : int, default=0
     deduplicate : {"auto", True, False}, default="auto"
         Merge equal training points of the same label before dividing, as :class:`gpusvm.SVC` does
@@ -245,7 +253,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                  solver="smo", solver_options=None, cache_size=200, max_iter=-1, executor=None,
                  batch_subproblems="auto", batch_max_size=4096,
                  class_weight=None, decision_function_shape="ovr", device="auto", random_state=None, verbose=0,
-                 deduplicate="auto"):
+                 deduplicate="auto", n_jobs=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -275,6 +283,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.deduplicate = deduplicate
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------------------------------
     def _batch(self, be):
@@ -323,6 +332,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_auto_or_bool(self.batch_subproblems, "batch_subproblems", own)
         check_scalar(self.batch_max_size, "batch_max_size", own, kind="int", low=2)
         check_deduplicate(self.deduplicate, "DCSVC")
+        check_n_jobs(self.n_jobs, "DCSVC")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
         _, opts = get_binary_solver(self.solver)
@@ -395,14 +405,20 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         pairs = [(a, b) for a, b, _, _ in problems]
         cache_bytes = int(float(self.cache_size) * 2**20)
         worker_device = "cpu" if not be.is_gpu else "auto"
-        levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
-        converged = True
-        for a, b, idx, yb in problems:
-            rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
-            if n_classes > 2:  # name the pair before solving any (two classes: the solver's check says it)
+        reduced = [reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
+                   for _, _, idx, yb in problems]
+        if n_classes > 2:  # name the pair before solving any (two classes: the solver's check says it)
+            for (a, b, _, _), (rows, _, _, _) in zip(problems, reduced):
                 check_cluster_count(int(rows.shape[0]), int(self.n_levels), int(self.n_clusters_per_level),
                                     0 if self.early_stop_level is None else int(self.early_stop_level),
                                     int(self.min_cluster_size), pair=tuple(classes[[a, b]].tolist()))
+        # one generator per pair (drawn in pair order), so that threads give the model of one thread;
+        # a binary fit uses the estimator's generator itself
+        pair_rngs = [rng] if len(problems) == 1 else [
+            np.random.default_rng(int(s)) for s in rng.integers(0, 2**63 - 1, size=len(problems))]
+
+        def solve_pair(p):
+            rows, yr, Cr, undo = reduced[p]
             res = dcsvm_solve(
                 be, be.select_rows(X, rows), be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
@@ -412,9 +428,15 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 max_sv_share=float(self.max_sv_share), solver=self.solver,
                 tol=float(self.tol), sub_tol=max(float(self.tol), 0.1 if self.sub_tol is None else float(self.sub_tol)),
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
-                options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=rng,
+                options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=pair_rngs[p],
                 random_state=seed, verbose=int(self.verbose), assign=self.assign,
                 batch=self._batch(be), batch_max_size=int(self.batch_max_size))
+            return res, undo
+
+        results = map_problems(solve_pair, range(len(problems)), self.n_jobs, on_gpu=be.is_gpu)
+        levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
+        converged = True
+        for (a, b, idx, yb), (res, undo) in zip(problems, results):
             for info in res.levels:
                 if n_classes > 2:
                     info = {"pair": (a, b), **info}

@@ -119,6 +119,26 @@ def test_multiclass_one_vs_one_matches_sklearn():
     assert est.predict(X, level=1).shape == (150,)
 
 
+def test_threads_give_the_same_multiclass_model():
+    """n_jobs solves the class pairs in threads; each pair has its own generator (drawn in pair order
+    from random_state), so the model is the one of a single thread, levels and early models included."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    kw = dict(min_cluster_size=0, C=5.0, gamma=0.5, n_levels=2, n_clusters_per_level=2, device="cpu",
+              random_state=3)
+    one = DCSVC(**kw).fit(X, y)
+    two = DCSVC(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(two.dual_coef_, one.dual_coef_)
+    np.testing.assert_array_equal(two.support_, one.support_)
+    np.testing.assert_array_equal(two.intercept_, one.intercept_)
+    np.testing.assert_array_equal(two.predict(X, level=2), one.predict(X, level=2))
+    assert [lv["n_sv"] for lv in two.levels_] == [lv["n_sv"] for lv in one.levels_]
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="'n_jobs' parameter of DCSVC must be None or a nonzero int"):
+            DCSVC(n_jobs=bad, n_levels=1, device="cpu").fit(X, y)
+
+
 def test_sparse_input_and_string_labels():
     X, y = load_bundled("breast_cancer")
     labels = np.where(y == 1, "benign", "malignant")
