@@ -15,8 +15,8 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._parallel import check_n_jobs, map_problems
 from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
                           check_X, to_numpy, weights_per_sample)
