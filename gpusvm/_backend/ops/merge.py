@@ -228,9 +228,8 @@ def golden_merge_batch(n, ai, ws, iws, n_gss):
     """:func:`golden_merge` of the pairs (ai, aj[k]) with gamma * distance^2 gd2[k], k < n <= GSS_BATCH,
     vectorized across the pairs. Reads aj and gd2 from the workspace rows GSS_AJ and GSS_G; writes h and
     the degradation to rows GSS_H and GSS_DEG; returns how many pairs were near-ties searched again by
-    golden_merge (see _GSS_TIE). All state lives in
-    the one flat array ``ws`` at constant row offsets, so that LLVM can see that the rows do not overlap
-    and vectorize the bracket updates."""
+    golden_merge (see _GSS_TIE). All state lives in the one flat array ``ws`` at constant row offsets,
+    so that LLVM can see that the rows do not overlap and vectorize the bracket updates."""
     B = GSS_BATCH
     a0 = 0.0
     b0 = 1.0
