@@ -94,7 +94,13 @@ the warm start removes more top-level work than the levels below cost. Hence:
   warm start held 4.0k nonzero alphas against 6.4k final support vectors and its KKT gap was 2.45
   (a cold start's is 2), so the top still took 18.1k SMO steps and 1.90G Gram values against 22.3k
   steps and 2.06G cold (14.4 vs 16.6 s); the row cache holds 873 rows of 60k points, and nearly
-  every step misses it in both;
+  every step misses it in both. Why (benchmarks/dcsvm_skin_warmstart.py, full skin_nonskin, 44.9k
+  distinct points, 64 clusters): nearly all of the 11.4k final support vectors are free, mostly of one
+  class, lifting the decision value from the global bias to the margin across whole regions, and 53%
+  of them lie in one-class clusters, whose alpha stays 0 (their own bias fits them). Neither extending
+  every subproblem by its neighbours' points nor solving every cluster with the final bias fixed (an
+  oracle) helps enough: the top still took 92% and 59% of the cold solve's steps, and even a warm
+  start holding every final support vector (with the level's values) 54%;
 * the top's warm-start gradient cannot reuse the levels' per-cluster gradients to any useful
   extent: only the within-cluster terms are known (a 1/k^l share of the n_sv x n values when the
   clusters are balanced), and the refine solve changes alpha on every support vector. It is 118M of
