@@ -1,5 +1,5 @@
-"""Multi-class CPU fits with ``n_jobs`` threads against one thread: SVC (one-vs-one pairs), BudgetSVC and
-LinearSVC (one-vs-rest problems).
+"""Multi-class CPU fits with ``n_jobs`` threads against one thread: SVC and DCSVC (one-vs-one pairs),
+BudgetSVC and LinearSVC (one-vs-rest problems).
 
 The compiled solver loops release the GIL, so the binary problems of one fit can run in threads; each is
 solved exactly as alone, so the models must be identical (checked here on every round). Synthetic
@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 def cases():
     from sklearn.datasets import make_classification
 
-    from gpusvm import SVC, BudgetSVC, LinearSVC
+    from gpusvm import SVC, BudgetSVC, DCSVC, LinearSVC
 
     def data(n, d, informative):
         return make_classification(n_samples=n, n_features=d, n_informative=informative, n_classes=8,
@@ -39,6 +39,9 @@ def cases():
 
     return [
         ("SVC rbf (pairs)", lambda nj: SVC(C=10.0, gamma=0.05, device="cpu", n_jobs=nj), data(8000, 20, 12)),
+        ("DCSVC rbf (pairs), k=4, L=2", lambda nj: DCSVC(C=10.0, gamma=0.05, n_levels=2, min_cluster_size=100,
+                                                          random_state=0, device="cpu", n_jobs=nj),
+         data(8000, 20, 12)),
         ("BudgetSVC M=2, B=200", lambda nj: BudgetSVC(C=10.0, gamma=0.05, budget=200, random_state=0,
                                                       device="cpu", n_jobs=nj), data(30000, 20, 12)),
         ("LinearSVC dcd, C=1", lambda nj: LinearSVC(C=1.0, solver="dcd", random_state=0, device="cpu",

@@ -3,6 +3,11 @@
 The compiled solver loops release the GIL, so threads give real parallelism on the CPU without copying
 the data; every problem is solved exactly as it would be alone, so the model does not depend on the
 number of threads. A GPU fit runs the problems one after the other (one device, one stream).
+
+While the threads run, BLAS is limited to one thread: the problems already occupy the cores, and
+OpenBLAS's idle threads spin between calls. DCSVC's class pairs (kernel k-means Gram blocks between
+the solves; 8 classes, 2 cores) gained 1.12x from two threads without the limit and 1.84x with it
+(benchmarks/threads_ovr.py, one run each; benchmarks/results/threads_ovr_cpu.md has the latter).
 """
 
 from __future__ import annotations
@@ -27,5 +32,7 @@ def map_problems(fn, items, n_jobs, *, on_gpu):
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=workers) as ex:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as ex:
         return list(ex.map(fn, items))

@@ -98,8 +98,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         Threads that train the one-vs-rest problems of a multi-class CPU fit at the same time
         (joblib's convention: None means 1 unless in a ``joblib.parallel_backend`` context, -1 all
         cores). The compiled loop releases the GIL and each problem is trained exactly as alone, so the
-        model does not depend on it (8 classes, 30,000 x 20, budget 200 on the 2-core machine: 1.66 s
-        wall with one thread, 0.82 s with two; benchmarks/results/threads_ovr_cpu.md). A GPU fit trains
+        model does not depend on it (8 classes, 30,000 x 20, budget 200 on the 2-core machine: 1.33 s
+        wall with one thread, 0.72 s with two; benchmarks/results/threads_ovr_cpu.md). A GPU fit trains
         the problems one after the other.
 
     Attributes

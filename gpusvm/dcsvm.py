@@ -205,8 +205,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Threads that solve the class pairs of a multi-class CPU fit at the same time; joblib's
         convention: None means 1 (unless in a ``joblib.parallel_backend`` context), -1 all cores. Every
         pair is solved exactly as alone (its own seed), so the model does not depend on it; each thread
-        keeps its own Gram-row caches of ``cache_size`` MB. With an ``executor`` the pairs' subproblems
-        all go to it. A GPU fit solves the pairs one after the other.
+        keeps its own Gram-row caches of ``cache_size`` MB (8 classes, 8,000 x 20, k=4, L=2 on the
+        2-core machine: 1.98 s wall with one thread, 1.07 s with two; benchmarks/results/threads_ovr_cpu.md).
+        With an ``executor`` the pairs' subproblems all go to it. A GPU fit solves the pairs one after
+        the other.
     verbose : int, default=0
     deduplicate : {"auto", True, False}, default="auto"
         Merge equal training points of the same label before dividing, as :class:`gpusvm.SVC` does

@@ -93,7 +93,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         dual solvers ("dcd", "avsf"; ours, scikit-learn's LinearSVC has no such parameter). joblib's
         convention: None means 1 unless in a ``joblib.parallel_backend`` context, -1 all cores. Each
         problem is solved exactly as alone (its own seed), so the model does not depend on it (8
-        classes, 20,000 x 100 dense, C=1, 2 cores: 19.4 s with one thread, 10.1 s with two;
+        classes, 20,000 x 100 dense, C=1, 2 cores: 23.0 s with one thread, 12.1 s with two;
         benchmarks/results/threads_ovr_cpu.md). The "newton" solver ignores it: its matrix products
         already use BLAS's threads, and two problems at once were slower (40,000 x 100: 0.73-0.85 s
         against 1.09-1.31 s). A GPU fit solves the problems one after another.

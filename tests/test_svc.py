@@ -179,6 +179,25 @@ def test_n_jobs_solves_pairs_in_threads_with_the_same_model(solver, monkeypatch)
             SVC(n_jobs=bad).fit(X, y)
 
 
+def test_map_problems_limits_blas_to_one_thread_while_its_threads_run():
+    """Threads of independent problems share the cores with BLAS's own threads (OpenBLAS's spin between
+    calls): while map_problems runs more than one thread, BLAS gets one; with one thread it is untouched."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from gpusvm._parallel import map_problems
+
+    def blas_threads(_):
+        return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads(None)
+        if not before or before == [1]:
+            pytest.skip(f"no BLAS whose thread count threadpoolctl can set here ({before})")
+        assert map_problems(blas_threads, range(4), 2, on_gpu=False) == [[1]] * 4
+        assert blas_threads(None) == before  # restored afterwards
+        assert map_problems(blas_threads, range(2), 1, on_gpu=False) == [before] * 2
+
+
 def test_break_ties_as_sklearn():
     from sklearn.datasets import make_blobs
 
