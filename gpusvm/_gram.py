@@ -69,7 +69,16 @@ def resolve_gamma(gamma, X_var: float, n_features: int) -> float:
     """Resolve ``gamma`` as scikit-learn does: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features."""
     if isinstance(gamma, str):
         if gamma == "scale":
-            return 1.0 / (n_features * X_var) if X_var != 0 else 1.0
+            if X_var == 0:
+                return 1.0
+            value = 1.0 / (n_features * X_var) if math.isfinite(X_var) else 0.0
+            if not (math.isfinite(value) and value > 0):
+                why = ("too large: their squares overflow float64" if not math.isfinite(X_var) or value == 0
+                       else "too small")
+                raise ValueError(f"gamma='scale' cannot be resolved: 1 / (n_features * X.var()) with X.var() = "
+                                 f"{X_var!r} is {value!r}; the values of X are {why}. Rescale X (e.g. with "
+                                 "sklearn.preprocessing.StandardScaler) or give gamma as a float.")
+            return value
         if gamma == "auto":
             return 1.0 / n_features
         raise ValueError(f"The 'gamma' parameter must be 'scale', 'auto' or a float > 0. Got {gamma!r} instead.")

@@ -133,3 +133,16 @@ def test_non_canonical_csr_gives_the_canonical_model_and_stays_untouched(make):
     np.testing.assert_allclose(got.decision_function(M), ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(M.indices, before[0])
     np.testing.assert_array_equal(M.data, before[1])
+
+
+@pytest.mark.parametrize("make", [p for p in _estimators() if p.id != "LinearSVC"])
+def test_gamma_scale_that_cannot_be_resolved_says_why(make):
+    """gamma='scale' on values whose squares overflow (or whose variance is subnormal) used to fail with
+    "The 'gamma' parameter must be a float in the range (0.0, inf). Got 0.0", naming a value nobody passed."""
+    X, y = _small_problem()
+    with pytest.warns(RuntimeWarning, match="overflow"), \
+            pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too large.*Rescale X"):
+        make().fit(X * 1e200, y)
+    with pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too small"):
+        make().fit(X * 1e-160, y)
+    make().set_params(gamma=1.0).fit(X * 1e-160, y)  # an explicit gamma is left alone
