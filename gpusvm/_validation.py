@@ -200,15 +200,34 @@ def class_weights(class_weight, classes, y, *, owner):
     return np.asarray(compute_class_weight(class_weight, classes=classes, y=y), dtype=np.float64)
 
 
-def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner):
+def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner, weighted_balance=False):
     """Weight of each sample, w_i = class_weight[y_i] * sample_weight_i (sample i's C is C w_i), and the
-    per-class weights; both validated, and at least one w_i must be positive."""
-    cw = class_weights(class_weight, classes, y, owner=owner)
-    w = cw[y_idx] * check_sample_weight(sample_weight, len(y_idx), owner=owner)
+    per-class weights; both validated, and at least one w_i must be positive.
+
+    ``weighted_balance``: "balanced" counts the samples by their sample weights, ``sum(sw) / (n_classes *
+    sum_{y_i = c} sw_i)``, as scikit-learn's LinearSVC does (its SVC counts samples; a class whose
+    samples all weigh 0 gets weight 1, which multiplies nothing)."""
+    sw = check_sample_weight(sample_weight, len(y_idx), owner=owner)
+    if weighted_balance and isinstance(class_weight, str) and class_weight == "balanced" and sample_weight is not None:
+        counts = np.bincount(y_idx, weights=sw, minlength=len(classes))
+        cw = np.where(counts > 0, counts.sum() / (len(classes) * np.where(counts > 0, counts, 1.0)), 1.0)
+    else:
+        cw = class_weights(class_weight, classes, y, owner=owner)
+    w = cw[y_idx] * sw
     if not np.any(w > 0):
         raise ValueError(f"Invalid input: all samples have zero weight. The sample weights (times the class "
                          f"weights) of {owner} are all zero; at least one sample needs a positive weight.")
     return w, cw
+
+
+def ovr_weights(sample_weight, class_weight, y_idx, k):
+    """Sample weights of the one-vs-rest problem "class ``k`` against the rest", as LIBLINEAR (and so
+    scikit-learn's LinearSVC) sets them: class k's samples get ``class_weight[k]`` times their sample
+    weight, every other sample its sample weight only. ``sample_weight``: the validated per-sample
+    weights (:func:`check_sample_weight`); ``class_weight``: the per-class weights
+    (:func:`weights_per_sample`'s second output). A two-class problem uses every sample's own class
+    weight instead (:func:`weights_per_sample`), as LIBLINEAR does."""
+    return sample_weight * np.where(y_idx == k, class_weight[k], 1.0)
 
 
 def to_numpy(x):

@@ -12,8 +12,8 @@ from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
-from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
-                          to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
+                          check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -86,8 +86,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         Multiply C of class c by ``class_weight[c]`` ("balanced": n_samples / (n_classes * count of c)),
         as scikit-learn's SVC. Sample i's hinge term is weighted by w_i = class_weight[y_i] *
         sample_weight_i: the objective is lambda/2 ||w||^2 + 1/n sum_i w_i max(0, 1 - y_i f(x_i)), so a
-        violating sample enters with alpha = y_i w_i / (lambda t). One-vs-rest problems all use the same
-        w_i (the weight of the sample's own class), as :class:`gpusvm.LinearSVC`.
+        violating sample enters with alpha = y_i w_i / (lambda t). In the one-vs-rest problem of class c
+        only class c's samples carry its class weight, the rest their sample weights, and "balanced"
+        counts samples by their sample weights: as :class:`gpusvm.LinearSVC` and scikit-learn's
+        LinearSVC (LIBLINEAR).
     random_state : int, RandomState instance or None, default=None
         Seeds the sample order (the same on CPU and GPU, so both devices follow the same sequence).
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
@@ -205,7 +207,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")
-        weight = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name)[0]
+        weight, class_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
+                                             weighted_balance=True)
+        sample_w = check_sample_weight(sample_weight, n, owner=name)
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
@@ -220,7 +224,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
 
         def train(c):
-            yb = be.asarray(np.where(y_idx == c, weight, -weight))  # signed weights (see bsgd)
+            # two classes: each sample's own class weight; one-vs-rest: class c's weight on its samples only
+            w = weight if len(classes) == 2 else ovr_weights(sample_w, class_w, y_idx, c)
+            yb = be.asarray(np.where(y_idx == c, w, -w))  # signed weights (see bsgd)
             return bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
                         n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
 

@@ -19,8 +19,9 @@ from ._dedupe import reduce_rows
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
-                          check_X, to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
+                          check_sample_weight, check_scalar, check_X, ovr_weights, to_input_library, to_numpy,
+                          weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
@@ -72,7 +73,10 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     intercept_scaling : float > 0, default=1.0
         Value of the constant feature; ``intercept_ = intercept_scaling * w_bias``.
     class_weight : dict, "balanced" or None, default=None
-        Multiplies ``C`` per class (in every one-vs-rest problem, by the sample's own class).
+        Multiplies ``C`` per class, as scikit-learn's LinearSVC (LIBLINEAR): with two classes every
+        sample's C by its class's weight; in the one-vs-rest problem of class c, the samples of class c
+        by ``class_weight[c]`` and the rest not at all. "balanced" counts the samples by their
+        ``sample_weight``, also as scikit-learn's LinearSVC.
     max_iter : int >= 1, default=1000
         Most sweeps (outer iterations) per binary problem; a ``ConvergenceWarning`` is issued when it
         stops the solver.
@@ -212,8 +216,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[:1].tolist()[0]!r}.")
-        C_host = float(self.C) * weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx,
-                                                    owner=name)[0]
+        weight, class_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
+                                             weighted_balance=True)
+        multi = len(classes) > 2
+        # two classes: every sample's C carries its own class weight; one-vs-rest problems weight the
+        # class against the rest only (ovr_weights, as LIBLINEAR), so C here carries the sample weights
+        C_host = float(self.C) * (check_sample_weight(sample_weight, n, owner=name) if multi else weight)
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         if group is not None:
             # equal rows with the same label enter the dual only through the sum of their alphas: one row
@@ -235,10 +243,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         def solve(k):
             yk = be.asarray(np.where(y_idx == targets[k], 1.0, -1.0))
+            Ck = be.asarray(ovr_weights(C_host, class_w, y_idx, targets[k]), dtype=be.xp.float64) if multi else C
             if solver == "newton":
-                return newton_linear(be, X, yk, C, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
+                return newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
                                      verbose=self.verbose)
-            return dcd_linear(be, X, yk, C, loss=self.loss, method=solver, tol=float(self.tol),
+            return dcd_linear(be, X, yk, Ck, loss=self.loss, method=solver, tol=float(self.tol),
                               max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=self.verbose)
 
         # threads for the dual solvers' single-threaded loops only: the Newton solver's products already run

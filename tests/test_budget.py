@@ -311,6 +311,24 @@ def test_unit_and_class_weights_are_sample_weights():
     assert not np.array_equal(by_class.dual_coef_, plain.dual_coef_)
 
 
+def test_one_vs_rest_class_weights_as_liblinear():
+    """With three classes, the problem of class c weights class c's samples by class_weight[c] and the
+    rest by their sample weights only (as LinearSVC and LIBLINEAR): the same model as unweighted
+    problems given those sample weights one problem at a time."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(240, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    sw = rng.uniform(0.5, 2.0, size=len(y))
+    cw = {0: 3.0, 1: 0.5, 2: 1.5}
+    kw = dict(C=4.0, gamma=1.0, budget=15, n_merge=3, random_state=0, device="cpu")
+    est = BudgetSVC(class_weight=cw, **kw).fit(X, y, sample_weight=sw)
+    start = np.concatenate([[0], np.cumsum(est.n_support_)])
+    for c in range(3):
+        one = BudgetSVC(**kw).fit(X, (y == c).astype(int), sample_weight=sw * np.where(y == c, cw[c], 1.0))
+        np.testing.assert_array_equal(est.support_vectors_[start[c]:start[c + 1]], one.support_vectors_)
+        np.testing.assert_array_equal(est.dual_coef_[c, start[c]:start[c + 1]], one.dual_coef_[0])
+
+
 def test_balanced_class_weight_raises_minority_recall():
     """On 1:9 imbalanced data with overlapping classes, class_weight="balanced" finds more of the
     minority class than the unweighted model (as it does for scikit-learn's SVC)."""

@@ -144,6 +144,24 @@ def test_binary_class_weight_matches_liblinear(solver):
     assert m.decision_function(X).shape == (len(y),)
 
 
+@pytest.mark.parametrize("cw", [{0: 1.0, 1: 5.0, 2: 0.5}, "balanced"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclass_class_weight_matches_liblinear(cw, weighted):
+    """One-vs-rest problems weight as LIBLINEAR: class c's weight on class c's samples in its problem, the
+    rest unweighted, and "balanced" counts samples by their sample weights. Until session 16 every sample
+    carried its own class weight in every problem: 0.5-1.0 off scikit-learn's coefficients on iris."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:135], y[:135]  # unequal classes, so "balanced" is not all ones
+    sw = np.random.default_rng(5).uniform(0.2, 2.0, size=len(y)) if weighted else None
+    kw = dict(C=1.0, class_weight=cw, tol=1e-10, max_iter=2_000_000)
+    m = LinearSVC(**kw, random_state=0, device="cpu").fit(X, y, sample_weight=sw)
+    sk = SkLinearSVC(loss="hinge", dual=True, **kw).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(m.coef_, sk.coef_, atol=1e-7)
+    np.testing.assert_allclose(m.intercept_, sk.intercept_, atol=1e-7)
+
+
 def test_zero_sample_weight_equals_dropping_samples():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(200, 5))
