@@ -151,7 +151,8 @@ class SVC(ClassifierMixin, BaseEstimator):
     C : float, default=1.0
         Regularization parameter, > 0.
     kernel : {"linear", "poly", "rbf", "sigmoid"}, default="rbf"
-        The gram (SVM kernel) function.
+        The gram (SVM kernel) function. scikit-learn's ``"precomputed"`` and callable kernels are not
+        implemented (they raise a ``ValueError``).
     degree : int, default=3
         Degree of the "poly" gram.
     gamma : {"scale", "auto"} or float, default="scale"
