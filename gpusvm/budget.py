@@ -83,13 +83,12 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     epochs : int, default=1
         Passes over the data, each in a fresh random order. >= 1.
     class_weight : dict, "balanced" or None, default=None
-        Multiply C of class c by ``class_weight[c]`` ("balanced": n_samples / (n_classes * count of c)),
-        as scikit-learn's SVC. Sample i's hinge term is weighted by w_i = class_weight[y_i] *
-        sample_weight_i: the objective is lambda/2 ||w||^2 + 1/n sum_i w_i max(0, 1 - y_i f(x_i)), so a
-        violating sample enters with alpha = y_i w_i / (lambda t). In the one-vs-rest problem of class c
-        only class c's samples carry its class weight, the rest their sample weights, and "balanced"
-        counts samples by their sample weights: as :class:`gpusvm.LinearSVC` and scikit-learn's
-        LinearSVC (LIBLINEAR).
+        Multiply C of class c by ``class_weight[c]`` ("balanced": n_samples / (n_classes * count of c),
+        the counts weighted by ``sample_weight`` when it is given). Sample i's hinge term is weighted by
+        w_i = class_weight[y_i] * sample_weight_i: the objective is lambda/2 ||w||^2 + 1/n sum_i w_i
+        max(0, 1 - y_i f(x_i)), so a violating sample enters with alpha = y_i w_i / (lambda t). In the
+        one-vs-rest problem of class c only class c's samples carry its class weight, the rest their
+        sample weights. Both rules as :class:`gpusvm.LinearSVC` and scikit-learn's LinearSVC (LIBLINEAR).
     random_state : int, RandomState instance or None, default=None
         Seeds the sample order (the same on CPU and GPU, so both devices follow the same sequence).
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
