@@ -388,6 +388,22 @@ def test_gpu_matches_cpu_twin(gpu_backend, solver, sparse):
     assert isinstance(m.decision_function(Xg), cp.ndarray)
 
 
+@pytest.mark.gpu
+def test_gpu_multiclass_class_weights_match_cpu(gpu_backend):
+    """The one-vs-rest problems' per-problem C (class weight on the problem's own class only) on the GPU."""
+    import cupy as cp
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:135], y[:135]
+    sw = np.random.default_rng(6).uniform(0.2, 2.0, size=len(y))
+    kw = dict(C=1.0, class_weight="balanced", tol=1e-8, max_iter=200_000, random_state=0)
+    cpu = LinearSVC(device="cpu", **kw).fit(X, y, sample_weight=sw)
+    gpu = LinearSVC(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y), sample_weight=cp.asarray(sw))
+    np.testing.assert_allclose(gpu.coef_, cpu.coef_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gpu.intercept_, cpu.intercept_, rtol=1e-5, atol=1e-6)
+
+
 # ---- solver="newton": the primal truncated Newton method (squared hinge) --------------------------------
 
 @functools.lru_cache(maxsize=None)
