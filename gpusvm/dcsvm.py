@@ -497,7 +497,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             fitted &= set(models)
         avail = sorted(fitted) + ([0] if self.early_stop_level is None else [])
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
-            skipped = sorted({lv["level"] for lv in self.levels_ if lv.get("skipped")})
+            # (a skipped refine solve is also in levels_; it is no level to predict with)
+            skipped = sorted({lv["level"] for lv in self.levels_ if lv.get("skipped") and lv["level"] != "refine"})
             note = (f" Levels {skipped} were not solved on the way to the top (clusters smaller than "
                     f"min_cluster_size={self.min_cluster_size} points on average, or a largest cluster of more than "
                     f"max_cluster_share={self.max_cluster_share} of the points; see levels_; set "

@@ -139,6 +139,20 @@ def test_threads_give_the_same_multiclass_model():
             DCSVC(n_jobs=bad, n_levels=1, device="cpu").fit(X, y)
 
 
+def test_asking_for_a_skipped_level_names_it_when_the_refine_was_skipped_too():
+    """levels_ records a skipped refine solve as level "refine"; the error for an unsolved level used to
+    sort it together with the integer levels and raise a TypeError instead."""
+    from gpusvm.datasets import make_chessboard
+
+    X, y = make_chessboard(1500, n_tiles=3, random_state=2)
+    est = DCSVC(min_cluster_size=0, C=10.0, gamma=8.0, n_levels=2, n_clusters_per_level=3, device="cpu",
+                random_state=1).fit(X, y)
+    skipped = [lv["level"] for lv in est.levels_ if lv.get("skipped")]
+    assert 1 in skipped and "refine" in skipped  # the case (sv_share skips level 1, the refine is large)
+    with pytest.raises(ValueError, match=r"Levels \[1\] were not solved on the way to the top"):
+        est.predict(X[:5], level=1)
+
+
 def test_sparse_input_and_string_labels():
     X, y = load_bundled("breast_cancer")
     labels = np.where(y == 1, "benign", "malignant")
