@@ -202,13 +202,17 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Seeds the kernel k-means samples and seeds. With more than two classes every class pair
         draws its own seed from it first (so a pair's clustering does not depend on the others).
     n_jobs : int, default=None
-        Threads that solve the class pairs of a multi-class CPU fit at the same time; joblib's
-        convention: None means 1 (unless in a ``joblib.parallel_backend`` context), -1 all cores. Every
-        pair is solved exactly as alone (its own seed), so the model does not depend on it; each thread
-        keeps its own Gram-row caches of ``cache_size`` MB (8 classes, 8,000 x 20, k=4, L=2 on the
-        2-core machine: 1.98 s wall with one thread, 1.07 s with two; benchmarks/results/threads_ovr_cpu.md).
-        With an ``executor`` the pairs' subproblems all go to it. A GPU fit solves the pairs one after
-        the other.
+        Threads that solve the class pairs of a multi-class CPU fit at the same time, or, with two
+        classes, the clusters of each level below the top (largest first; the refine and top solves run
+        on one thread). joblib's convention: None means 1 (unless in a ``joblib.parallel_backend``
+        context), -1 all cores. Every pair and every cluster is solved exactly as alone (a pair with its
+        own seed), so the model does not depend on it; each thread keeps its own Gram-row caches of
+        ``cache_size`` MB. On the 2-core machine: 8 classes, 8,000 x 20, k=4, L=2: 1.98 s wall with one
+        thread, 1.07 s with two (benchmarks/results/threads_ovr_cpu.md); two classes, a 300,000-point
+        chess-board with ``early_stop_level=2``: 11.5 s against 8.5 s (medians of 3); full ijcnn1 to the
+        top: no gain (its levels took 0.3 of 3.3 s). With an ``executor`` the subproblems all go to it.
+        A GPU fit uses no threads (its pairs run one after the other, its clusters batched: see
+        ``batch_subproblems``).
     verbose : int, default=0
     deduplicate : {"auto", True, False}, default="auto"
         Merge equal training points of the same label before dividing, as :class:`gpusvm.SVC` does
@@ -432,7 +436,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 max_iter=int(self.max_iter), cache_bytes=cache_bytes,
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=pair_rngs[p],
                 random_state=seed, verbose=int(self.verbose), assign=self.assign,
-                batch=self._batch(be), batch_max_size=int(self.batch_max_size))
+                batch=self._batch(be), batch_max_size=int(self.batch_max_size),
+                cluster_jobs=self.n_jobs if len(problems) == 1 else 1)
             return res, undo
 
         results = map_problems(solve_pair, range(len(problems)), self.n_jobs, on_gpu=be.is_gpu)

@@ -139,6 +139,32 @@ def test_threads_give_the_same_multiclass_model():
             DCSVC(n_jobs=bad, n_levels=1, device="cpu").fit(X, y)
 
 
+def test_threads_solve_a_binary_levels_clusters_with_the_same_model(monkeypatch):
+    """With two classes, n_jobs solves the clusters of a level in threads (largest first); each is
+    solved exactly as alone, so the model, the levels and the early models are those of one thread."""
+    import threading
+
+    from gpusvm._solvers import dcsvm as dc_mod
+    from gpusvm.datasets import make_chessboard
+
+    X, y = make_chessboard(1500, n_tiles=3, random_state=2)
+    kw = dict(min_cluster_size=0, max_sv_share=1.0, max_cluster_share=1.0, C=10.0, gamma=8.0, n_levels=2,
+              n_clusters_per_level=3, device="cpu", random_state=1)
+    one = DCSVC(**kw).fit(X, y)
+    assert not any(lv.get("skipped") for lv in one.levels_ if lv["level"] != "refine")
+    threads = set()
+    real = dc_mod._solve_one
+    monkeypatch.setattr(dc_mod, "_solve_one", lambda *a: threads.add(threading.get_ident()) or real(*a))
+    two = DCSVC(n_jobs=2, **kw).fit(X, y)
+    assert len(threads) > 1  # the clusters did run in several threads
+    np.testing.assert_array_equal(two.dual_coef_, one.dual_coef_)
+    np.testing.assert_array_equal(two.support_, one.support_)
+    np.testing.assert_array_equal(two.intercept_, one.intercept_)
+    for level in (1, 2):
+        np.testing.assert_array_equal(two.decision_function(X, level=level), one.decision_function(X, level=level))
+    assert [lv["n_iter"] for lv in two.levels_] == [lv["n_iter"] for lv in one.levels_]
+
+
 def test_asking_for_a_skipped_level_names_it_when_the_refine_was_skipped_too():
     """levels_ records a skipped refine solve as level "refine"; the error for an unsolved level used to
     sort it together with the integer levels and raise a TypeError instead."""

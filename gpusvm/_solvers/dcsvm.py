@@ -168,6 +168,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._backend.base import is_device_oom
+from .._parallel import map_problems
 from . import get_binary_solver
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
@@ -440,7 +441,7 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
 
 
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
-               random_state, executor, worker_device, level, batch=None, x_sqnorm=None):
+               random_state, executor, worker_device, level, batch=None, x_sqnorm=None, cluster_jobs=None):
     """Solve the k subproblems of one level; returns (new alpha, per-cluster results, per-cluster row
     indices, number of clusters solved by the batched path)."""
     xp = be.xp
@@ -472,16 +473,20 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 results[c] = r
             n_batched = len(take)
     if executor is None:
-        for c in range(k):
-            if starts[c + 1] == starts[c] or results[c] is not None:
-                continue
+        def solve(c):
             ic = idx[c]
             try:
-                results[c] = _solve_one(be, be.take_rows(X, ic), y[ic], C[ic], alpha[ic], spec, solver, tol,
-                                        max_iter, cache_bytes, options, random_state)
+                return _solve_one(be, be.take_rows(X, ic), y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter,
+                                  cache_bytes, options, random_state)
             except Exception as exc:
                 raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
                                    f"({starts[c + 1] - starts[c]} points): {exc!r}") from exc
+
+        todo = [c for c in range(k) if starts[c + 1] > starts[c] and results[c] is None]
+        # largest clusters first, so that threads do not end on one big subproblem
+        todo.sort(key=lambda c: starts[c] - starts[c + 1])
+        for c, r in zip(todo, map_problems(solve, todo, cluster_jobs, on_gpu=be.is_gpu)):
+            results[c] = r
     else:
         futures = {}
         try:
@@ -565,7 +570,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0, assign="center", batch=False, batch_max_size=4096,
-                batch_bytes=2**30):
+                batch_bytes=2**30, cluster_jobs=None):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
 
     Parameters
@@ -635,6 +640,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         Largest cluster the batched path takes (its ``q x q`` Gram block is formed whole).
     batch_bytes : int
         Gram bytes of one batched launch; more clusters are split over several launches.
+    cluster_jobs : int, optional
+        Threads that solve the clusters of a level at the same time on the CPU without an
+        ``executor`` (joblib's convention, as ``n_jobs``; None: one). Each cluster is solved exactly as
+        alone, so the result does not depend on it; the refine and top solves stay on one thread.
 
     Returns
     -------
@@ -714,7 +723,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         alpha, results, idx, n_batched = _run_level(
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
-            worker_device=worker_device, level=level, batch=batch_cfg, x_sqnorm=x_sqnorm)
+            worker_device=worker_device, level=level, batch=batch_cfg, x_sqnorm=x_sqnorm,
+            cluster_jobs=cluster_jobs)
         be.sync()
         t2 = time.perf_counter()
         models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
