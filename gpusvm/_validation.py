@@ -201,8 +201,8 @@ def class_weights(class_weight, classes, y, *, owner):
 
 
 def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner, weighted_balance=False):
-    """Weight of each sample, w_i = class_weight[y_i] * sample_weight_i (sample i's C is C w_i), and the
-    per-class weights; both validated, and at least one w_i must be positive.
+    """Weight of each sample, w_i = class_weight[y_i] * sample_weight_i (sample i's C is C w_i), the
+    per-class weights and the validated sample weights (ones for None); at least one w_i must be positive.
 
     ``weighted_balance``: "balanced" counts the samples by their sample weights, ``sum(sw) / (n_classes *
     sum_{y_i = c} sw_i)``, as scikit-learn's LinearSVC does (its SVC counts samples; a class whose
@@ -217,16 +217,17 @@ def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner,
     if not np.any(w > 0):
         raise ValueError(f"Invalid input: all samples have zero weight. The sample weights (times the class "
                          f"weights) of {owner} are all zero; at least one sample needs a positive weight.")
-    return w, cw
+    return w, cw, sw
 
 
 def ovr_weights(sample_weight, class_weight, y_idx, k):
-    """Sample weights of the one-vs-rest problem "class ``k`` against the rest", as LIBLINEAR (and so
-    scikit-learn's LinearSVC) sets them: class k's samples get ``class_weight[k]`` times their sample
-    weight, every other sample its sample weight only. ``sample_weight``: the validated per-sample
-    weights (:func:`check_sample_weight`); ``class_weight``: the per-class weights
-    (:func:`weights_per_sample`'s second output). A two-class problem uses every sample's own class
-    weight instead (:func:`weights_per_sample`), as LIBLINEAR does."""
+    """Sample weights of the problem "class ``k`` against the rest" as LIBLINEAR (and so scikit-learn's
+    LinearSVC) sets them: with more than two classes, class k's samples get ``class_weight[k]`` times
+    their sample weight and every other sample its sample weight only; with two classes (the one
+    problem) every sample gets its own class's weight, ``class_weight[y_i] * sample_weight_i``.
+    ``sample_weight`` and ``class_weight``: :func:`weights_per_sample`'s third and second outputs."""
+    if class_weight.shape[0] == 2:
+        return sample_weight * class_weight[y_idx]
     return sample_weight * np.where(y_idx == k, class_weight[k], 1.0)
 
 

@@ -12,8 +12,8 @@ from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
-from ._validation import (check_class_labels, check_class_weight, check_options, check_sample_weight, check_scalar,
-                          check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
+                          ovr_weights, to_input_library, to_numpy, weights_per_sample)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -206,9 +206,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")
-        weight, class_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
-                                             weighted_balance=True)
-        sample_w = check_sample_weight(sample_weight, n, owner=name)
+        _, class_w, sample_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
+                                                  weighted_balance=True)
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:
@@ -223,8 +222,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         svs, coefs, info = [], [], {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0}
 
         def train(c):
-            # two classes: each sample's own class weight; one-vs-rest: class c's weight on its samples only
-            w = weight if len(classes) == 2 else ovr_weights(sample_w, class_w, y_idx, c)
+            w = ovr_weights(sample_w, class_w, y_idx, c)
             yb = be.asarray(np.where(y_idx == c, w, -w))  # signed weights (see bsgd)
             return bsgd(be, X, yb, gamma=gamma, C=float(self.C), budget=int(self.budget), order=order,
                         n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)

@@ -19,9 +19,8 @@ from ._dedupe import reduce_rows
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
-                          check_sample_weight, check_scalar, check_X, ovr_weights, to_input_library, to_numpy,
-                          weights_per_sample)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
+                          check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
@@ -216,22 +215,18 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[:1].tolist()[0]!r}.")
-        weight, class_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
-                                             weighted_balance=True)
-        multi = len(classes) > 2
-        # two classes: every sample's C carries its own class weight; one-vs-rest problems weight the
-        # class against the rest only (ovr_weights, as LIBLINEAR), so C here carries the sample weights
-        C_host = float(self.C) * (check_sample_weight(sample_weight, n, owner=name) if multi else weight)
+        _, class_w, sample_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
+                                                  weighted_balance=True)
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         if group is not None:
             # equal rows with the same label enter the dual only through the sum of their alphas: one row
             # with the summed C is the same problem (hinge: box [0, sum C_i]; squared hinge: the diagonal
-            # term 1/(2 C_i) of copies sharing a sum is smallest at alpha_i ~ C_i, which is 1/(2 sum C_i))
-            first, _, C_host = reduce_rows(group, C_host)
+            # term 1/(2 C_i) of copies sharing a sum is smallest at alpha_i ~ C_i, which is 1/(2 sum C_i));
+            # copies share their label, so summing their sample weights sums their C_i in every problem
+            first, _, sample_w = reduce_rows(group, sample_w)
             X = be.take_rows(X, be.asarray(first))
             y_idx = y_idx[first]
         solver = self._resolve_solver(n, d)
-        C = be.asarray(C_host, dtype=be.xp.float64)
         bias = float(self.intercept_scaling) if self.fit_intercept else 0.0
         rs = check_random_state(self.random_state)
         base_seed = int(rs.randint(np.iinfo(np.int32).max))
@@ -243,7 +238,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         def solve(k):
             yk = be.asarray(np.where(y_idx == targets[k], 1.0, -1.0))
-            Ck = be.asarray(ovr_weights(C_host, class_w, y_idx, targets[k]), dtype=be.xp.float64) if multi else C
+            # C_i of this problem: C times the sample and class weights, as LIBLINEAR (ovr_weights)
+            Ck = be.asarray(float(self.C) * ovr_weights(sample_w, class_w, y_idx, targets[k]), dtype=be.xp.float64)
             if solver == "newton":
                 return newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
                                      verbose=self.verbose)
