@@ -15,7 +15,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._ovo import linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
@@ -231,6 +231,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     intercept_ : array of shape (n_classes * (n_classes - 1) / 2,)
         Biases of the top-level models; NaN when stopped early (the early model has one bias per
         cluster instead).
+    coef_ : array or CSR matrix of shape (n_classes * (n_classes - 1) / 2, n_features)
+        Primal weights of the top-level models, ``kernel="linear"`` only (as sklearn's SVC).
     n_support_ : ndarray of shape (n_classes,)
     objective_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Dual objective of each binary top-level model (NaN when stopped early).
@@ -539,6 +541,27 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, spec,
                                 sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=x_sq)
         return be, dec, lib
+
+    @property
+    def coef_(self):
+        """Primal weights of every class pair of the final (top-level) model when ``kernel="linear"``.
+
+        ndarray of shape (n_classes * (n_classes - 1) / 2, n_features), a CSR matrix after a sparse fit;
+        ``X @ coef_.T + intercept_`` is :meth:`decision_function` (level 0) with
+        ``decision_function_shape="ovo"``, as sklearn's SVC. On the fit's device, read-only for NumPy.
+        """
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        self._check_fitted()
+        if self.early_stop_level is not None:
+            raise AttributeError(f"coef_ holds the top-level model's weights, but this DCSVC stopped at level "
+                                 f"{self.early_stop_level} (early_stop_level); its early model has one local "
+                                 "model per cluster (early_model_). Refit with early_stop_level=None.")
+        be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        coef = linear_pair_weights(self._pair_coef, self.support_vectors_, len(self.classes_), be.issparse)
+        if not be.is_gpu:
+            (coef.data if be.issparse(coef) else coef).flags.writeable = False
+        return coef
 
     def decision_function(self, X, level=None):
         """Decision values of the final model, or of the local models of a level (early prediction).

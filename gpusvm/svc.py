@@ -17,7 +17,7 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._ovo import linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
@@ -235,6 +235,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         LIBSVM's one-vs-one layout (as sklearn). After a sparse fit a CSR matrix of the same types as
         ``support_vectors_`` that stores every entry, zeros included (sklearn's layout).
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+    coef_ : {ndarray, CSR matrix} of shape (n_classes * (n_classes - 1) / 2, n_features)
+        Primal weights of every class pair, ``kernel="linear"`` only (as sklearn); CSR after a sparse
+        fit.
     n_support_ : ndarray of shape (n_classes,)
     n_iter_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Solver iterations per binary problem.
@@ -521,6 +524,23 @@ class SVC(ClassifierMixin, BaseEstimator):
         dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, self._gram_spec(self._gamma),
                                 sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=be.row_sqnorms(X, xp.float64))
         return be, dec, lib
+
+    @property
+    def coef_(self):
+        """Primal weights of every class pair when ``kernel="linear"`` (as sklearn's SVC).
+
+        ndarray of shape (n_classes * (n_classes - 1) / 2, n_features), a CSR matrix after a sparse fit;
+        ``X @ coef_.T + intercept_`` is :meth:`decision_function` with ``decision_function_shape="ovo"``
+        (the one column of it for two classes). On the fit's device, and read-only for NumPy.
+        """
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        self._check_fitted()
+        be = self._model_backend()
+        coef = linear_pair_weights(self._pair_coef, self.support_vectors_, len(self.classes_), be.issparse)
+        if not be.is_gpu:  # as sklearn: a read-only view, so that writing into it does not pass silently
+            (coef.data if be.issparse(coef) else coef).flags.writeable = False
+        return coef
 
     def decision_function(self, X):
         """Decision values.

@@ -155,6 +155,80 @@ def test_gpu_sparse_fit_attributes(gpu_backend):
     assert isinstance(m.support_vectors_, csp.csr_matrix) and isinstance(m.dual_coef_, csp.csr_matrix)
 
 
+# ---- coef_ for the linear gram (SVC and DCSVC, as sklearn's SVC) -----------------------------------
+
+def _linear_problem(n_classes, seed):
+    X, y = load_digits(return_X_y=True)
+    keep = y < n_classes
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(np.flatnonzero(keep))[:300]
+    return X[rows] / 16.0, y[rows]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_linear_coef_matches_sklearn_and_the_decision_function(name, n_classes, sparse):
+    """coef_ as sklearn's SVC(kernel="linear"): the same shape, type (CSR after a sparse fit) and values
+    (up to the solver tolerance), read-only, and X @ coef_.T + intercept_ is the ovo decision function."""
+    import gpusvm
+
+    X, y = _linear_problem(n_classes, seed=n_classes)
+    Xf = sp.csr_matrix(X) if sparse else X
+    kw = dict(kernel="linear", C=0.5, tol=1e-6)
+    ref = SkSVC(decision_function_shape="ovo", **kw).fit(Xf, y)
+    extra = dict(n_levels=2, n_clusters_per_level=2, random_state=0) if name == "DCSVC" else {}
+    m = getattr(gpusvm, name)(decision_function_shape="ovo", **kw, **extra).fit(Xf, y)
+    coef = m.coef_
+    assert type(coef) is type(ref.coef_) and coef.shape == ref.coef_.shape == (n_classes * (n_classes - 1) // 2, 64)
+    dense = coef.toarray() if sparse else coef
+    ref_dense = ref.coef_.toarray() if sparse else ref.coef_
+    np.testing.assert_allclose(dense, ref_dense, rtol=0, atol=1e-3 * np.abs(ref_dense).max())
+    dec = m.decision_function(X)
+    lin = X @ dense.T + m.intercept_
+    np.testing.assert_allclose(lin[:, 0] if n_classes == 2 else lin, dec, rtol=0, atol=1e-9 * (1 + np.abs(dec).max()))
+    with pytest.raises(ValueError, match="read-only"):
+        (coef.data if sparse else coef)[0] = 1.0
+
+
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_coef_is_absent_unless_the_gram_is_linear_and_fitted(name):
+    import gpusvm
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _linear_problem(2, seed=0)
+    assert not hasattr(getattr(gpusvm, name)(kernel="linear"), "coef_")  # NotFittedError is an AttributeError
+    with pytest.raises(NotFittedError):
+        getattr(gpusvm, name)(kernel="linear").coef_
+    m = getattr(gpusvm, name)(kernel="rbf").fit(X, y)
+    with pytest.raises(AttributeError, match="only available when using a linear kernel"):
+        m.coef_
+
+
+def test_dcsvc_stopped_early_has_no_top_level_coef():
+    from gpusvm import DCSVC
+
+    X, y = _linear_problem(2, seed=1)
+    m = DCSVC(kernel="linear", n_levels=2, n_clusters_per_level=2, early_stop_level=1, random_state=0).fit(X, y)
+    with pytest.raises(AttributeError, match="stopped at level 1"):
+        m.coef_
+
+
+def test_gpu_linear_coef_matches_the_cpu(gpu_backend):
+    """coef_ after a GPU fit: a CuPy array (cupyx CSR after a sparse fit) equal to the CPU model's."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    X, y = _linear_problem(3, seed=2)
+    kw = dict(kernel="linear", C=0.5, tol=1e-6, gram_dtype="float64")
+    cpu = SVC(device="cpu", **kw).fit(X, y).coef_
+    for Xg, kind in ((cp.asarray(X), cp.ndarray), (csp.csr_matrix(sp.csr_matrix(X)), csp.csr_matrix)):
+        coef = SVC(device="gpu", **kw).fit(Xg, cp.asarray(y)).coef_
+        assert isinstance(coef, kind)
+        got = coef.get().toarray() if kind is csp.csr_matrix else cp.asnumpy(coef)
+        np.testing.assert_allclose(got, cpu, rtol=0, atol=1e-3 * np.abs(cpu).max())
+
+
 # ---- the output helper shared by SVC, LinearSVC and BudgetSVC ---------------------------------------
 
 def test_to_numpy_and_to_input_library_on_host():
