@@ -8,15 +8,22 @@ poly       (gamma <x, y> + coef0) ** degree    1
 rbf        exp(-gamma ||x - y||^2)             2
 sigmoid    tanh(gamma <x, y> + coef0)          3
 =========  ==================================  ======
+
+"precomputed" (SVC only) is the user's own Gram matrix K of the training points (``GramSpec.matrix``);
+the solvers then see every point as its row index: X has one column holding the index, and
+k(x, y) = K[x, y] (:func:`precomputed_gram`). So every solver that asks for Gram blocks through the
+backend (``be.gram``, :func:`gpusvm._solvers._common.gram_diag`) solves it unchanged; the compiled
+pair-at-a-time SMO reads K directly (code 4).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-GRAM_CODES = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+GRAM_CODES = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}  # the codes of kernels/gram.cu
+PRECOMPUTED_CODE = 4  # the compiled pairwise SMO's code for a precomputed Gram matrix (no CUDA code)
 
 
 @dataclass(frozen=True)
@@ -27,12 +34,17 @@ class GramSpec:
     gamma: float = 1.0
     coef0: float = 0.0
     degree: int = 3
+    # "precomputed" only: the n x n Gram matrix of the training points (dense, on the backend's device);
+    # the points are then row indices (see the module docstring). Left out of equality and hashing.
+    matrix: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        if not isinstance(self.kind, str) or self.kind not in GRAM_CODES:
+        if not isinstance(self.kind, str) or self.kind not in (*GRAM_CODES, "precomputed"):
             raise ValueError(
                 f"The 'kernel' parameter must be one of {sorted(GRAM_CODES)}. Got {self.kind!r} instead."
             )
+        if (self.kind == "precomputed") != (self.matrix is not None):
+            raise ValueError("A GramSpec has a matrix exactly when its kind is 'precomputed'.")
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, numbers.Real) or not (
             math.isfinite(self.gamma) and self.gamma > 0
         ):
@@ -47,12 +59,29 @@ class GramSpec:
 
     @property
     def code(self) -> int:
-        return GRAM_CODES[self.kind]
+        return PRECOMPUTED_CODE if self.kind == "precomputed" else GRAM_CODES[self.kind]
 
     @property
     def diag_is_one(self) -> bool:
         """True when k(x, x) = 1 for every x (RBF), which lets solvers skip the diagonal."""
         return self.kind == "rbf"
+
+
+def index_points(be, n):
+    """The points of a precomputed Gram matrix as the solvers see them: (n, 1) float64, row i holding
+    i (exact in float64 up to 2**53 points)."""
+    xp = be.xp
+    return xp.arange(n, dtype=xp.float64)[:, None]
+
+
+def precomputed_gram(be, X, Y, spec, dtype):
+    """Block K[X, Y] of the precomputed Gram matrix ``spec.matrix`` for index points ``X`` and ``Y``
+    (:func:`index_points`; ``Y=None`` means ``Y = X``), as ``dtype``."""
+    xp = be.xp
+    K = spec.matrix
+    i = X[:, 0].astype(xp.int64)
+    j = i if Y is None else Y[:, 0].astype(xp.int64)
+    return xp.ascontiguousarray(K[i[:, None], j[None, :]], dtype=dtype or K.dtype)
 
 
 def feature_variance(be, X) -> float:

@@ -16,7 +16,7 @@ from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
-from ._gram import GramSpec, feature_variance, resolve_gamma
+from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
 from ._ovo import linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
 from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
@@ -25,7 +25,7 @@ from ._validation import (check_class_labels, check_class_weight, check_options,
 
 __all__ = ["SVC"]
 
-_KERNELS = ("linear", "poly", "rbf", "sigmoid")
+_KERNELS = ("linear", "poly", "rbf", "sigmoid", "precomputed")
 
 
 def _host(be, x):
@@ -135,6 +135,14 @@ def _decision_threads():
     return cpu_count()
 
 
+def _check_precomputed(be, K, n):
+    """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages)."""
+    if be.issparse(K):
+        raise TypeError("Sparse precomputed kernels are not supported.")
+    if int(K.shape[1]) != n:
+        raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {n}x{int(K.shape[1])} matrix.")
+
+
 class SVC(ClassifierMixin, BaseEstimator):
     """C-support vector classification with an exact dual solver, on the CPU or the GPU.
 
@@ -150,9 +158,13 @@ class SVC(ClassifierMixin, BaseEstimator):
     ----------
     C : float, default=1.0
         Regularization parameter, > 0.
-    kernel : {"linear", "poly", "rbf", "sigmoid"}, default="rbf"
-        The gram (SVM kernel) function. scikit-learn's ``"precomputed"`` and callable kernels are not
-        implemented (they raise a ``ValueError``).
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, default="rbf"
+        The gram (SVM kernel) function. "precomputed" (as sklearn): X is the Gram matrix of the training
+        points, of shape (n_samples, n_samples), dense, and :meth:`predict` takes the Gram values
+        between the new and the training points, of shape (n_new, n_samples). Every solver and device
+        takes it (the solvers see each point as its row of the matrix, gpusvm._gram), duplicate points
+        are not merged, and ``support_vectors_`` is empty as in sklearn (``support_`` names the
+        columns that prediction reads). Callable kernels are not implemented (``ValueError``).
     degree : int, default=3
         Degree of the "poly" gram.
     gamma : {"scale", "auto"} or float, default="scale"
@@ -344,8 +356,8 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
         return get_binary_solver(self.solver)
 
-    def _gram_spec(self, gamma):
-        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
+    def _gram_spec(self, gamma, matrix=None):
+        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree, matrix=matrix)
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
@@ -372,6 +384,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         be = get_backend(self.device, X, y, sample_weight)
         X = check_X(X, be, owner="SVC")
         n, d = int(X.shape[0]), int(X.shape[1])
+        precomputed = self.kernel == "precomputed"
+        if precomputed:
+            _check_precomputed(be, X, n)
         y = check_class_labels(y, n, owner="SVC")
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
@@ -387,11 +402,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         else:
             gamma = float(self.gamma)
         self._gamma = gamma
-        spec = self._gram_spec(gamma)
 
         xp = be.xp
+        if precomputed:  # the solvers see every point as its row of the matrix (gpusvm._gram)
+            spec = self._gram_spec(gamma, matrix=xp.ascontiguousarray(X, dtype=xp.float64))
+            X = index_points(be, n)
+        else:
+            spec = self._gram_spec(gamma)
         x_sqnorm = be.row_sqnorms(X, xp.float64)
-        group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
+        group, n_groups = plan_deduplication(be, X, y_idx, False if precomputed else self.deduplicate)
         n_classes = len(classes)
         cache_bytes = int(float(self.cache_size) * 2**20)
         opts = {name: getattr(self, name) for name in solver_opts}
@@ -438,6 +457,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))
         sv = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
+        if precomputed:  # as sklearn: no vectors; prediction reads the columns support_ of its matrix
+            sv = xp.empty((0, 0), dtype=xp.float64)
         if be.issparse(X):  # as sklearn: a sparse fit keeps CSR support vectors and a CSR dual_coef_
             sv = _as_csr_matrix(sv)
             dual = _full_pattern_csr(dual)  # be.asarray below moves it to the fit device (cupyx CSR)
@@ -517,9 +538,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         be = self._model_backend()
         X = check_X(X, be, owner="SVC")
         if X.shape[1] != self.n_features_in_:
+            hint = (" (kernel='precomputed': X holds the Gram values between the new points and the "
+                    f"{self.n_features_in_} training points)" if self.kernel == "precomputed" else "")
             raise ValueError(f"X has {X.shape[1]} features, but SVC is expecting {self.n_features_in_} "
-                             "features as input.")
+                             f"features as input.{hint}")
         xp = be.xp
+        if self.kernel == "precomputed":  # X holds the Gram values against the training points
+            cols = X[:, self.support_.astype(xp.int64)]
+            dec = (be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64) @ self._pair_coef.T
+            return be, dec + self._pair_b[None, :], lib
         SV = self.support_vectors_
         dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, self._gram_spec(self._gamma),
                                 sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=be.row_sqnorms(X, xp.float64))
@@ -636,5 +663,8 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
+        # as sklearn: with kernel="precomputed" X is a dense Gram matrix, which cross-validation cuts by
+        # rows and columns
+        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags

@@ -43,7 +43,8 @@ _XFAIL = {
 }
 
 
-@parametrize_with_checks([SVC(device="cpu")], expected_failed_checks=lambda est: _XFAIL)
+@parametrize_with_checks([SVC(device="cpu"), SVC(kernel="precomputed", device="cpu")],
+                         expected_failed_checks=lambda est: _XFAIL)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -580,8 +581,10 @@ def test_bad_input_errors():
         SVC(solver="nope").fit(X, y)
     with pytest.raises(ValueError, match="pa_recent"):
         SVC(pa_recent=4).fit(X, y)
-    with pytest.raises(ValueError, match="kernel"):
+    with pytest.raises(ValueError, match="Precomputed matrix must be a square matrix. Input is a 569x30 matrix"):
         SVC(kernel="precomputed").fit(X, y)
+    with pytest.raises(ValueError, match="The 'kernel' parameter of SVC must be one of"):
+        SVC(kernel=lambda a, b: a @ b.T).fit(X, y)
 
 
 @pytest.mark.parametrize("solver", ["smo", "pa-smo"])

@@ -18,6 +18,9 @@ def gram_diag(be, X, spec, x_sqnorm=None):
     n = X.shape[0]
     if spec.kind == "rbf":
         return xp.ones(n, dtype=xp.float64)
+    if spec.kind == "precomputed":  # index points (gpusvm._gram)
+        i = X[:, 0].astype(xp.int64)
+        return spec.matrix[i, i].astype(xp.float64)
     sq = be.row_sqnorms(X, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)
     if spec.kind == "linear":
         return sq

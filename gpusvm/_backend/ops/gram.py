@@ -5,13 +5,15 @@ function, which uses the rows' squared norms for the RBF distance (clipped at 0)
 transform and the write into the output are fused in ``kernels/gram.cu``. On the CPU the transform is
 either NumPy's vectorized ufuncs in place on the product tile or the fused Numba twin of the CUDA
 kernel, whichever measured faster for the gram kind, dtype and tile size (:data:`CPU_TRANSFORM_RULE`).
-The driver below (tiling, sparse handling) is written once for both devices.
+The driver below (tiling, sparse handling) is written once for both devices. A precomputed Gram
+matrix (SVC's ``kernel="precomputed"``) is a gather instead (:func:`gpusvm._gram.precomputed_gram`).
 """
 
 from __future__ import annotations
 
 import math
 
+from ..._gram import precomputed_gram
 from ..base import register_op
 
 DEFAULT_MAX_BYTES = 256 * 2**20
@@ -49,6 +51,8 @@ def _density(be, X):
 def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, max_bytes=DEFAULT_MAX_BYTES,
           densify_min_density=None):
     xp = be.xp
+    if spec.kind == "precomputed":  # index points: a gather from the user's matrix (no product)
+        return precomputed_gram(be, X, Y, spec, dtype)
     if Y is None:
         Y = X
         if y_sqnorm is None:

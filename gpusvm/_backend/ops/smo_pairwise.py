@@ -111,7 +111,9 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
 
     gx = (XT, indptr, indices, data, perm, sqp, yp): dense X transposed (d, n) and swapped with the
     positions, or CSR X in training order (read through ``perm``); squared norms and labels by
-    position. gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch of
+    position; for a precomputed Gram matrix (code 4) data holds K row-major, indptr[0] its row length and
+    indices the problem's rows of K, in training order (see :func:`_prepare_precomputed`).
+    gk = (sparse, code, gamma, coef0, degree). ws = (dots, t1, t2, buf): float64 scratch of
     length n (t2 serves as int64 scratch) and a zeroed buffer of length d (CSR).
     Loops run over slices from 0 so that Numba can drop the negative-index checks and LLVM
     vectorizes them (10x on the 3-feature axpy sweeps, 2.5x on 22-68 features, measured).
@@ -124,6 +126,12 @@ def _fill_q(pi, out_full, k0, k1, gx, gk, ws):
     out = out_full[k0:k1]
     dots = ws[0][k0:k1]
     yp = yp_full[k0:k1]
+    if code == 4:  # precomputed (_prepare_precomputed): data = K row-major, indices = the rows of K
+        yi = yp_full[pi]
+        base = indices[perm[pi]] * indptr[0]
+        for k in range(m):
+            out[k] = yi * yp[k] * data[base + indices[perm[k0 + k]]]
+        return
     if sparse:
         buf = ws[3]
         i = perm[pi]
@@ -913,7 +921,20 @@ def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES):
     return False, XT, np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), sq, 1
 
 
+def _prepare_precomputed(X, K):
+    """The compiled solver's view of index points ``X`` (gpusvm._gram) into the precomputed Gram matrix
+    ``K``, in :func:`_prepare`'s layout: "sparse" (nothing is swapped but ``perm``), data = K row-major
+    (no copy when K is C-contiguous float64, as SVC stores it), indptr = [row length], indices = the
+    problem's rows of K, and k(x, x) as the squared norms (what :func:`_diag` returns for code 4)."""
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    rows = np.asarray(X[:, 0], dtype=np.int64)
+    diag = np.ascontiguousarray(K[rows, rows], dtype=np.float64)
+    return True, np.zeros((1, 1)), np.array([K.shape[1]], dtype=np.int64), rows, K.reshape(-1), diag, 1
+
+
 def _diag(sq, spec):
+    if spec.kind == "precomputed":  # sq holds k(x, x) (_prepare_precomputed)
+        return sq.copy()
     if spec.kind == "linear":
         return sq.copy()
     if spec.kind == "poly":
@@ -967,8 +988,11 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     n = int(np.shape(y)[0])
     yp = np.array(y, dtype=np.float64)  # copies: the solver permutes them
     Cp = np.array(C, dtype=np.float64)
-    sparse, XT, indptr, indices, data, sq, n_buf = _prepare(
-        X, _DENSE_MAX_BYTES if dense_max_bytes is None else int(dense_max_bytes))
+    if spec.kind == "precomputed":
+        sparse, XT, indptr, indices, data, sq, n_buf = _prepare_precomputed(X, spec.matrix)
+    else:
+        sparse, XT, indptr, indices, data, sq, n_buf = _prepare(
+            X, _DENSE_MAX_BYTES if dense_max_bytes is None else int(dense_max_bytes))
     QD = _diag(sq, spec)
     if alpha0 is None:
         alpha = np.zeros(n)
@@ -980,7 +1004,7 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     cap = int(max(2, min(n, int(cache_bytes) // row_bytes)))
     store = np.empty((cap, n), dtype=qdtype)
     gx = (XT, indptr, indices, data, perm, sq.copy(), yp)
-    gk = (bool(sparse), _CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree),
+    gk = (bool(sparse), spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree),
           int(n_buf))
     Gp, it, status, n_plan, n_partner, counters = _solve(
         gx, gk, Cp, alpha, QD, store, float(tol), int(max_iter), bool(shrinking), bool(planning),

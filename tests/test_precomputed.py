@@ -1,0 +1,129 @@
+"""SVC(kernel="precomputed"): the user's Gram matrix, checked against scikit-learn's SVC on the same
+matrix and against our own SVC computing the same gram from the features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
+from sklearn.model_selection import cross_val_score
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC as SkSVC
+
+from gpusvm import SVC
+
+
+def _split(name, seed, n_train):
+    X, y = load_breast_cancer(return_X_y=True) if name == "breast_cancer" else load_digits(return_X_y=True)
+    if name == "digits":
+        keep = y < 4
+        X, y = X[keep], y[keep]
+    X = StandardScaler().fit_transform(X)
+    perm = np.random.default_rng(seed).permutation(len(y))
+    tr, te = perm[:n_train], perm[n_train:]
+    return X[tr], y[tr], X[te], y[te]
+
+
+@pytest.mark.parametrize("name", ["breast_cancer", "digits"])
+def test_precomputed_gram_matches_sklearn(name):
+    """The same support vectors, coefficients, intercepts and decision values as sklearn's SVC given
+    the same matrix; support_vectors_ empty as sklearn's; n_features_in_ = training points."""
+    Xtr, ytr, Xte, _ = _split(name, seed=0, n_train=300)
+    K, Kt = rbf_kernel(Xtr, gamma=0.03), rbf_kernel(Xte, Xtr, gamma=0.03)
+    kw = dict(kernel="precomputed", C=3.0, tol=1e-5)
+    ref = SkSVC(**kw).fit(K, ytr)
+    m = SVC(device="cpu", **kw).fit(K, ytr)
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    np.testing.assert_array_equal(m.n_support_, ref.n_support_)
+    np.testing.assert_allclose(m.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-4 * 3.0)
+    np.testing.assert_allclose(m.intercept_, ref.intercept_, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(m.decision_function(Kt), ref.decision_function(Kt), rtol=0, atol=1e-4)
+    np.testing.assert_array_equal(m.predict(Kt), ref.predict(Kt))
+    assert m.support_vectors_.shape == ref.support_vectors_.shape == (0, 0)
+    assert m.n_features_in_ == 300 and m.shape_fit_ == (300, 300)
+
+
+# (solver options, same path): the pairwise SMO reads the same Gram values either way and takes the same
+# steps; the batched and ALFPGM solvers get their blocks from BLAS products whose blocking differs with
+# the rows asked for (Gram values 1e-16 apart), so they agree up to their tolerance only
+@pytest.mark.parametrize("opts, same_path", [(dict(solver="smo"), True), (dict(solver="pa-smo"), True),
+                                             (dict(solver="smo", shrinking=False), True),
+                                             (dict(solver="smo", decomposition="batched", gram_dtype="float64"), False),
+                                             (dict(solver="alfpgm", gram_dtype="float64"), False)])
+def test_every_solver_solves_the_matrix_as_the_features(opts, same_path):
+    """Each solver on K gives the model it gives on the features with the same gram (the solvers see
+    the same Gram values, only from a lookup), for a non-RBF gram, class and sample weights."""
+    Xtr, ytr, Xte, _ = _split("digits", seed=1, n_train=250)
+    g = dict(gamma=0.02, coef0=1.0, degree=2)
+    K, Kt = polynomial_kernel(Xtr, **g), polynomial_kernel(Xte, Xtr, **g)
+    sw = np.random.default_rng(2).uniform(0.5, 2.0, len(ytr))
+    kw = dict(C=0.7, tol=1e-4, class_weight={0: 2.0}, device="cpu", deduplicate=False, **opts)
+    m = SVC(kernel="precomputed", **kw).fit(K, ytr, sample_weight=sw)
+    ref = SVC(kernel="poly", **g, **kw).fit(Xtr, ytr, sample_weight=sw)
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    if same_path:
+        np.testing.assert_array_equal(m.n_iter_, ref.n_iter_)
+    np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-10 if same_path else 1e-5)
+    np.testing.assert_allclose(m.decision_function(Kt), ref.decision_function(Xte), rtol=0,
+                               atol=1e-8 if same_path else 1e-3)
+
+
+def test_probability_and_cross_validation_take_the_matrix():
+    """Platt scaling's inner cross-validation cuts the matrix by rows and columns (the same
+    probabilities as from the features); sklearn's cross_val_score does too (the pairwise tag)."""
+    Xtr, ytr, Xte, _ = _split("breast_cancer", seed=3, n_train=240)
+    K, Kt = rbf_kernel(Xtr, gamma=0.05), rbf_kernel(Xte, Xtr, gamma=0.05)
+    m = SVC(kernel="precomputed", probability=True, random_state=0, device="cpu").fit(K, ytr)
+    ref = SVC(kernel="rbf", gamma=0.05, probability=True, random_state=0, device="cpu").fit(Xtr, ytr)
+    np.testing.assert_allclose(m.predict_proba(Kt), ref.predict_proba(Xte), rtol=0, atol=1e-9)
+    assert SVC(kernel="precomputed").__sklearn_tags__().input_tags.pairwise
+    assert not SVC().__sklearn_tags__().input_tags.pairwise
+    ours = cross_val_score(SVC(kernel="precomputed", device="cpu"), K, ytr, cv=3)
+    np.testing.assert_allclose(ours, cross_val_score(SkSVC(kernel="precomputed"), K, ytr, cv=3))
+
+
+def test_precomputed_bad_input_names_the_problem(tmp_path):
+    from gpusvm import BudgetSVC, DCSVC
+    from gpusvm.libsvm_io import save_libsvm_model
+
+    Xtr, ytr, _, _ = _split("breast_cancer", seed=4, n_train=100)
+    K = rbf_kernel(Xtr, gamma=0.05)
+    with pytest.raises(ValueError, match="Precomputed matrix must be a square matrix. Input is a 100x30 matrix"):
+        SVC(kernel="precomputed").fit(Xtr, ytr)
+    with pytest.raises(TypeError, match="Sparse precomputed kernels are not supported"):
+        SVC(kernel="precomputed").fit(sp.csr_matrix(K), ytr)
+    m = SVC(kernel="precomputed", device="cpu").fit(K, ytr)
+    with pytest.raises(ValueError, match="X has 30 features, but SVC is expecting 100 features as input. "
+                                         r"\(kernel='precomputed': X holds the Gram values between the new"):
+        m.predict(Xtr)
+    bad = K.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SVC(kernel="precomputed").fit(bad, ytr)
+    with pytest.raises(ValueError, match="precomputed"):
+        save_libsvm_model(m, tmp_path / "m.model")
+    with pytest.raises(AttributeError, match="linear kernel"):
+        m.coef_
+    with pytest.raises(ValueError, match="kernel"):
+        DCSVC(kernel="precomputed").fit(K, ytr)
+    with pytest.raises(ValueError, match="kernel"):
+        BudgetSVC(kernel="precomputed").fit(K, ytr)
+
+
+def test_gpu_precomputed_matches_the_cpu(gpu_backend):
+    """The GPU's batched decomposition on a CuPy Gram matrix: the CPU's model, CuPy outputs."""
+    import cupy as cp
+
+    Xtr, ytr, Xte, _ = _split("digits", seed=5, n_train=300)
+    K, Kt = rbf_kernel(Xtr, gamma=0.03), rbf_kernel(Xte, Xtr, gamma=0.03)
+    kw = dict(kernel="precomputed", C=2.0, tol=1e-5, gram_dtype="float64")
+    cpu = SVC(device="cpu", **kw).fit(K, ytr)
+    gpu = SVC(device="gpu", **kw).fit(cp.asarray(K), cp.asarray(ytr))
+    np.testing.assert_allclose(gpu.objective_, cpu.objective_, rtol=1e-4)
+    dec = gpu.decision_function(cp.asarray(Kt))
+    assert isinstance(dec, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(dec), cpu.decision_function(Kt), rtol=0, atol=1e-3)
+    assert isinstance(gpu.predict(Kt), np.ndarray)
+    assert np.mean(gpu.predict(Kt) == cpu.predict(Kt)) >= 0.99
