@@ -101,15 +101,16 @@ def save_libsvm_model(model, path) -> None:
     sklearn.exceptions.NotFittedError
         If it is not fitted.
     ValueError
-        If its classes are not integers (LIBSVM stores integer labels), or its kernel is "precomputed".
+        If its classes are not integers (LIBSVM stores integer labels), or its kernel is "precomputed"
+        or a callable.
     """
     from .svc import SVC
 
     if not isinstance(model, SVC):
         raise TypeError(f"save_libsvm_model writes gpusvm.SVC models (C-SVC); got {type(model).__name__}.")
     model._check_fitted()
-    if model.kernel == "precomputed":
-        raise ValueError("save_libsvm_model cannot write a model with kernel='precomputed': it has no support "
+    if model.kernel == "precomputed" or callable(model.kernel):
+        raise ValueError("save_libsvm_model cannot write a model with kernel='precomputed' or a callable: it has no support "
                          "vectors, only training indices (support_), and gpusvm reads no precomputed LIBSVM "
                          "model either. Pickle the estimator instead.")
     labels = _int_labels(model.classes_)

@@ -135,6 +135,19 @@ def _decision_threads():
     return cpu_count()
 
 
+def _callable_gram(kernel, A, B, n_a, n_b, where):
+    """``kernel(A, B)`` of a callable kernel, which must return an (n_a, n_b) array (any array library;
+    sparse results are densified, as sklearn does)."""
+    K = kernel(A, B)
+    shape = getattr(K, "shape", None)
+    if shape is None or len(shape) != 2 or tuple(int(v) for v in shape) != (n_a, n_b):
+        raise ValueError(f"The kernel callable must return the Gram values of shape {(n_a, n_b)} {where}; "
+                         f"it returned {type(K).__name__} of shape {shape}.")
+    if hasattr(K, "toarray"):
+        K = K.toarray()
+    return K
+
+
 def _check_precomputed(be, K, n):
     """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages)."""
     if be.issparse(K):
@@ -158,13 +171,17 @@ class SVC(ClassifierMixin, BaseEstimator):
     ----------
     C : float, default=1.0
         Regularization parameter, > 0.
-    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"}, default="rbf"
+    kernel : {"linear", "poly", "rbf", "sigmoid", "precomputed"} or callable, default="rbf"
         The gram (SVM kernel) function. "precomputed" (as sklearn): X is the Gram matrix of the training
         points, of shape (n_samples, n_samples), dense, and :meth:`predict` takes the Gram values
         between the new and the training points, of shape (n_new, n_samples). Every solver and device
         takes it (the solvers see each point as its row of the matrix, gpusvm._gram), duplicate points
         are not merged, and ``support_vectors_`` is empty as in sklearn (``support_`` names the
-        columns that prediction reads). Callable kernels are not implemented (``ValueError``).
+        columns that prediction reads). A callable, as sklearn: ``kernel(A, B)`` returns the Gram
+        values between the rows of A and B, shape (len(A), len(B)); fit calls it once on the training
+        data and solves that matrix as "precomputed"; X may then be anything the callable takes
+        (strings, graphs: it is only indexed), the support vectors' rows are kept (``_X_sv``) and
+        prediction calls ``kernel(X, those rows)``; ``support_vectors_`` is empty as in sklearn.
     degree : int, default=3
         Degree of the "poly" gram.
     gamma : {"scale", "auto"} or float, default="scale"
@@ -324,7 +341,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         from ._solvers import get_binary_solver
 
         check_scalar(self.C, "C", "SVC", low=0.0, low_open=True)
-        check_options(self.kernel, "kernel", "SVC", _KERNELS)
+        if not callable(self.kernel):
+            check_options(self.kernel, "kernel", "SVC", _KERNELS)
         check_scalar(self.degree, "degree", "SVC", kind="int", low=1)
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", "SVC", ("scale", "auto"))
@@ -357,7 +375,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         return get_binary_solver(self.solver)
 
     def _gram_spec(self, gamma, matrix=None):
-        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree, matrix=matrix)
+        kind = "precomputed" if callable(self.kernel) else self.kernel
+        return GramSpec(kind, gamma=gamma, coef0=self.coef0, degree=self.degree, matrix=matrix)
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
@@ -369,7 +388,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            NumPy, SciPy sparse (CSR), CuPy or cupyx CSR.
+            NumPy, SciPy sparse (CSR), CuPy or cupyx CSR; the (n_samples, n_samples) Gram matrix for
+            ``kernel="precomputed"``; anything the callable takes for a callable kernel.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative per-sample multipliers of C; samples of weight 0 are left out.
@@ -381,10 +401,16 @@ class SVC(ClassifierMixin, BaseEstimator):
         solver_fn, solver_opts = self._validate_params()
         if y is None:
             raise ValueError("SVC requires y to be passed, but the target y is None.")
+        X_raw = X
+        if callable(self.kernel):  # the callable's Gram matrix, then solved as precomputed
+            from sklearn.utils.validation import _num_samples
+
+            n_raw = _num_samples(X)
+            X = _callable_gram(self.kernel, X, X, n_raw, n_raw, "on the training data (kernel(X, X))")
         be = get_backend(self.device, X, y, sample_weight)
         X = check_X(X, be, owner="SVC")
         n, d = int(X.shape[0]), int(X.shape[1])
-        precomputed = self.kernel == "precomputed"
+        precomputed = self.kernel == "precomputed" or callable(self.kernel)
         if precomputed:
             _check_precomputed(be, X, n)
         y = check_class_labels(y, n, owner="SVC")
@@ -459,6 +485,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         sv = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
         if precomputed:  # as sklearn: no vectors; prediction reads the columns support_ of its matrix
             sv = xp.empty((0, 0), dtype=xp.float64)
+        if callable(self.kernel):  # the training rows that prediction passes to the callable
+            from sklearn.utils import _safe_indexing
+
+            self._X_sv = _safe_indexing(X_raw, support)
         if be.issparse(X):  # as sklearn: a sparse fit keeps CSR support vectors and a CSR dual_coef_
             sv = _as_csr_matrix(sv)
             dual = _full_pattern_csr(dual)  # be.asarray below moves it to the fit device (cupyx CSR)
@@ -475,6 +505,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.probB_ = np.array(prob_b, dtype=np.float64)
         self.shape_fit_ = (n, d)
         self.n_features_in_ = d
+        if callable(self.kernel):  # as sklearn: X is the callable's business (no feature count)
+            self.shape_fit_ = tuple(getattr(X_raw, "shape", (n,)))
+            del self.n_features_in_
         self.n_distinct_ = n_groups
         if not all(converged):
             warnings.warn(f"Solver terminated early (max_iter={self.max_iter}) on "
@@ -534,15 +567,23 @@ class SVC(ClassifierMixin, BaseEstimator):
     def _pair_decision(self, X):
         """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
         self._check_fitted()
+        if callable(self.kernel):
+            from sklearn.utils.validation import _num_samples
+
+            n_sv = int(self._pair_coef.shape[1])
+            X = _callable_gram(self.kernel, X, self._X_sv, _num_samples(X), n_sv,
+                               "between the new points and the support vectors (kernel(X, support rows))")
         lib = array_library(X)
         be = self._model_backend()
         X = check_X(X, be, owner="SVC")
+        xp = be.xp
+        if callable(self.kernel):  # the callable's values against the support vectors
+            return be, X.astype(xp.float64) @ self._pair_coef.T + self._pair_b[None, :], lib
         if X.shape[1] != self.n_features_in_:
             hint = (" (kernel='precomputed': X holds the Gram values between the new points and the "
                     f"{self.n_features_in_} training points)" if self.kernel == "precomputed" else "")
             raise ValueError(f"X has {X.shape[1]} features, but SVC is expecting {self.n_features_in_} "
                              f"features as input.{hint}")
-        xp = be.xp
         if self.kernel == "precomputed":  # X holds the Gram values against the training points
             cols = X[:, self.support_.astype(xp.int64)]
             dec = (be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64) @ self._pair_coef.T

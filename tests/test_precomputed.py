@@ -1,5 +1,5 @@
-"""SVC(kernel="precomputed"): the user's Gram matrix, checked against scikit-learn's SVC on the same
-matrix and against our own SVC computing the same gram from the features."""
+"""SVC(kernel="precomputed") and callable kernels: the user's Gram matrix (or function), checked against
+scikit-learn's SVC with the same and against our own SVC computing the same gram from the features."""
 
 from __future__ import annotations
 
@@ -112,6 +112,74 @@ def test_precomputed_bad_input_names_the_problem(tmp_path):
         BudgetSVC(kernel="precomputed").fit(K, ytr)
 
 
+def _rbf(A, B):
+    return rbf_kernel(A, B, gamma=0.03)
+
+
+def _shared_prefix(A, B):
+    """A string kernel: k(a, b) = 1 + the length of the common prefix (positive definite on strings)."""
+    def prefix(a, b):
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return 1.0 + n
+    return np.array([[prefix(a, b) for b in B] for a in A])
+
+
+@pytest.mark.parametrize("sparse_X", [False, True])
+def test_callable_kernel_matches_sklearn_and_the_precomputed_model(sparse_X):
+    """A callable as sklearn's: the same decisions as sklearn's SVC with it, and the model of its matrix
+    given as precomputed; prediction calls it against the support vectors' rows only."""
+    import pickle
+
+    Xtr, ytr, Xte, _ = _split("digits", seed=6, n_train=250)
+    A, B = (sp.csr_matrix(Xtr), sp.csr_matrix(Xte)) if sparse_X else (Xtr, Xte)
+    ref = SkSVC(kernel=_rbf, C=2.0, tol=1e-5).fit(A, ytr)
+    m = SVC(kernel=_rbf, C=2.0, tol=1e-5, device="cpu").fit(A, ytr)
+    pre = SVC(kernel="precomputed", C=2.0, tol=1e-5, device="cpu").fit(_rbf(Xtr, Xtr), ytr)
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    np.testing.assert_allclose(m.decision_function(B), ref.decision_function(B), rtol=0, atol=1e-4)
+    np.testing.assert_allclose(m.decision_function(B), pre.decision_function(_rbf(Xte, Xtr)), rtol=0, atol=1e-12)
+    assert m.support_vectors_.shape == (0, 0) and m._X_sv.shape == (len(m.support_), 64)
+    assert m.shape_fit_ == ref.shape_fit_ and not hasattr(m, "n_features_in_")
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(m)).predict(B), m.predict(B))
+
+
+def test_callable_kernel_on_strings():
+    """X may be anything the callable takes (only indexed): strings with a string kernel."""
+    words = ["apple", "apply", "apron", "zebra", "zero", "zest", "ape", "zen", "appetite", "zeal"]
+    labels = np.array([0, 0, 0, 1, 1, 1, 0, 1, 0, 1])
+    ref = SkSVC(kernel=_shared_prefix, C=1.0).fit(words, labels)
+    m = SVC(kernel=_shared_prefix, C=1.0, device="cpu").fit(words, labels)
+    new = ["apt", "zed", "apex", "zoo"]
+    np.testing.assert_allclose(m.decision_function(new), ref.decision_function(new), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(m.predict(new), [0, 1, 0, 1])
+    assert m._X_sv == [words[i] for i in m.support_]
+
+
+def test_callable_kernel_of_the_wrong_shape_names_it(tmp_path):
+    from gpusvm.libsvm_io import save_libsvm_model
+
+    Xtr, ytr, _, _ = _split("breast_cancer", seed=7, n_train=80)
+    with pytest.raises(ValueError, match=r"must return the Gram values of shape \(80, 80\) on the training data"):
+        SVC(kernel=lambda A, B: A @ B[:5].T).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="must return the Gram values"):
+        SVC(kernel=lambda A, B: (A @ B.T).ravel()).fit(Xtr, ytr)
+    calls = []
+
+    def gram(A, B):
+        calls.append(len(B))
+        return A @ B.T if len(calls) == 1 else (A @ B.T)[:, :-1]
+
+    m = SVC(kernel=gram, device="cpu").fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="between the new points and the support vectors"):
+        m.predict(Xtr)
+    with pytest.raises(ValueError, match="callable"):
+        save_libsvm_model(m, tmp_path / "m.model")
+    with pytest.raises(ValueError, match="NaN"):
+        SVC(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(Xtr, ytr)
+
+
 def test_gpu_precomputed_matches_the_cpu(gpu_backend):
     """The GPU's batched decomposition on a CuPy Gram matrix: the CPU's model, CuPy outputs."""
     import cupy as cp
@@ -127,3 +195,7 @@ def test_gpu_precomputed_matches_the_cpu(gpu_backend):
     np.testing.assert_allclose(cp.asnumpy(dec), cpu.decision_function(Kt), rtol=0, atol=1e-3)
     assert isinstance(gpu.predict(Kt), np.ndarray)
     assert np.mean(gpu.predict(Kt) == cpu.predict(Kt)) >= 0.99
+    # a callable returning NumPy values, fitted on the GPU: the matrix is moved there
+    call = SVC(kernel=_rbf, device="gpu", C=2.0, tol=1e-5, gram_dtype="float64").fit(Xtr, ytr)
+    np.testing.assert_allclose(call.objective_, gpu.objective_, rtol=1e-10)
+    np.testing.assert_allclose(call.decision_function(Xte), cp.asnumpy(dec), rtol=0, atol=1e-9)

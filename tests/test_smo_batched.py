@@ -264,7 +264,7 @@ def test_local_smo_batched_solves_each_segment(mode):
         if q == 0:
             continue
         s = slice(seg[c], seg[c + 1])
-        K, yc, Q = parts[c][0], parts[c][1], parts[c][6]
+        yc, Q = parts[c][1], parts[c][6]
         # the returned gradient is that of the segment's own problem at its solution
         np.testing.assert_allclose(G[s], Q @ a[s] - 1.0, rtol=0, atol=1e-9)
         assert np.all(a[s] >= 0) and np.all(a[s] <= C[s])
