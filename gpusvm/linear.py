@@ -1,5 +1,5 @@
 """LinearSVC: the linear SVM trained by dual coordinate descent (LIBLINEAR), AVSF or a primal Newton
-method (squared hinge), on CPU or GPU."""
+method (squared hinge), on CPU or GPU; the L1-regularized squared hinge by coordinate descent (CDN)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
+from ._solvers.l1_linear import l1_linear
 from ._solvers.newton_linear import newton_linear
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
                           check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
-SOLVERS = ("auto",) + METHODS + ("newton",)
+SOLVERS = ("auto",) + METHODS + ("newton", "cdn")
 
 
 class LinearSVC(ClassifierMixin, BaseEstimator):
@@ -35,7 +36,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         min_w  1/2 ||w~||^2 + sum_i C_i loss(y_i <w~, x~_i>),   x~_i = [x_i, intercept_scaling]
 
     where the bias is the weight of an extra constant feature and is regularized, as in LIBLINEAR and
-    scikit-learn's LinearSVC; ``C_i`` is ``C`` times the class weight and the sample weight.
+    scikit-learn's LinearSVC; ``C_i`` is ``C`` times the class weight and the sample weight. With
+    ``penalty="l1"`` the regularizer is ``||w~||_1`` instead (squared hinge only, as scikit-learn), which
+    gives sparse weights.
 
     Parameters
     ----------
@@ -49,7 +52,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         of all variables is at most ``tol``. "newton": stop when the gradient norm has fallen to
         ``tol * max(min(n_pos, n_neg), 1) / n`` of its value at ``w = 0``. Both are LIBLINEAR's criteria,
         to which scikit-learn passes ``tol`` the same way.
-    solver : {"auto", "dcd", "avsf", "newton"}, default="auto"
+    solver : {"auto", "dcd", "avsf", "newton", "cdn"}, default="auto"
         "dcd": LIBLINEAR's dual coordinate descent with shrinking (Hsieh et al. 2008). "avsf": adaptive
         variable selection frequencies (Glasmachers & Dogan 2013), proposed for large ``C``. "newton":
         the primal truncated Newton method of LIBLINEAR's primal solvers (squared hinge only;
@@ -67,7 +70,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         shrinking drops the rest, while AVSF's preference floor of 1/20 still spends about 40% of its
         steps on them. On w8a at C=100 AVSF reached a given accuracy up to 5x sooner, but its stopping
         rule ran on to a far more accurate solution, ending with as many steps as DCD. See
-        :mod:`gpusvm._solvers.dcd`.
+        :mod:`gpusvm._solvers.dcd`. "cdn": LIBLINEAR's coordinate descent with one-dimensional Newton
+        steps and shrinking for ``penalty="l1"`` (the only solver for it, and "auto"'s choice there;
+        :mod:`gpusvm._solvers.l1_linear`); ``tol`` then bounds the summed violation of the optimality
+        conditions relative to the first sweep's (times ``max(min(n_pos, n_neg), 1) / n``, as LIBLINEAR).
+        It runs on the CPU: a GPU fit copies X to the host for it and returns the weights as for any fit.
     fit_intercept : bool, default=True
     intercept_scaling : float > 0, default=1.0
         Value of the constant feature; ``intercept_ = intercept_scaling * w_bias``.
@@ -93,15 +100,16 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         :class:`gpusvm.SVC`).
     n_jobs : int, default=None
         Threads that solve the one-vs-rest problems of a multi-class CPU fit at the same time with the
-        dual solvers ("dcd", "avsf"; ours, scikit-learn's LinearSVC has no such parameter). joblib's
+        coordinate solvers ("dcd", "avsf", "cdn"; ours, scikit-learn's LinearSVC has no such parameter). joblib's
         convention: None means 1 unless in a ``joblib.parallel_backend`` context, -1 all cores. Each
         problem is solved exactly as alone (its own seed), so the model does not depend on it (8
         classes, 20,000 x 100 dense, C=1, 2 cores: 23.0 s with one thread, 12.1 s with two;
         benchmarks/results/threads_ovr_cpu.md). The "newton" solver ignores it: its matrix products
         already use BLAS's threads, and two problems at once were slower (40,000 x 100: 0.73-0.85 s
         against 1.09-1.31 s). A GPU fit solves the problems one after another.
-    penalty : {"l2"}, default="l2"
-        scikit-learn's parameter; only the L2 regularizer is implemented ("l1" raises).
+    penalty : {"l2", "l1"}, default="l2"
+        scikit-learn's parameter: "l1" minimizes ``||w~||_1 + sum_i C_i max(0, 1 - y_i <w~, x~_i>)^2``
+        (``loss="squared_hinge"`` and ``dual=False`` or "auto", as scikit-learn; solver "cdn").
     dual : "auto" or bool, default="auto"
         scikit-learn's parameter, with its meaning: True solves the dual ("dcd" or "avsf"), False the
         primal ("newton", squared hinge only: with ``loss="hinge"`` it raises, as in scikit-learn), and
@@ -116,13 +124,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Sweeps (dual solvers) or Newton steps ("newton") of the longest binary problem (as
+        Sweeps (dual solvers, "cdn") or Newton steps ("newton") of the longest binary problem (as
         scikit-learn's ``n_iter_``).
     n_updates_ : int
         Coordinate steps (inner products ``<w, x_i>`` evaluated) over all binary problems; for
-        "newton", conjugate-gradient steps (Hessian-vector products).
+        "newton", conjugate-gradient steps (Hessian-vector products); for "cdn", coordinate steps of
+        the features.
     solver_ : str
-        The solver that ran ("dcd", "avsf" or "newton"; "auto" resolved).
+        The solver that ran ("dcd", "avsf", "newton" or "cdn"; "auto" resolved).
     objective_ : ndarray of shape (1,) or (n_classes,)
         Primal objective of each binary problem at the solution.
     n_features_in_ : int
@@ -164,10 +173,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.verbose, "verbose", name, kind="int", low=0)
         check_deduplicate(self.deduplicate, name)
         # scikit-learn's LinearSVC parameters, for drop-in use: only the problem solved here is accepted
-        check_options(self.penalty, "penalty", name, ("l2",))
+        check_options(self.penalty, "penalty", name, ("l1", "l2"))
         check_options(self.multi_class, "multi_class", name, ("ovr",))
         check_auto_or_bool(self.dual, "dual", name)
-        if self.dual is False or self.dual is np.False_:
+        if self.penalty == "l1" or self.solver == "cdn":
+            self._check_l1(name)
+        elif self.dual is False or self.dual is np.False_:
             if self.loss == "hinge":
                 raise ValueError("The combination of penalty='l2' and loss='hinge' is not supported when "
                                  "dual=False (as scikit-learn: the hinge loss is only solved in the dual).")
@@ -183,6 +194,21 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                                  "use solver='dcd', 'avsf' or 'auto', or dual=False or 'auto'.")
         check_class_weight(self.class_weight, name)
         check_n_jobs(self.n_jobs, name)
+
+    def _check_l1(self, name):
+        """The L1 problem's combinations, with scikit-learn's rules (squared hinge, primal)."""
+        if self.penalty != "l1":
+            raise ValueError("solver='cdn' solves the L1-regularized problem; use penalty='l1' (with "
+                             "loss='squared_hinge'), or another solver for penalty='l2'.")
+        if self.loss != "squared_hinge":
+            raise ValueError("The combination of penalty='l1' and loss='hinge' is not supported (as scikit-learn); "
+                             "use loss='squared_hinge' (note: our LinearSVC's default loss is 'hinge').")
+        if self.dual is True or self.dual is np.True_:
+            raise ValueError("The combination of penalty='l1' and loss='squared_hinge' is not supported when "
+                             "dual=True (as scikit-learn); use dual=False or 'auto'.")
+        if self.solver not in ("auto", "cdn"):
+            raise ValueError(f"solver={self.solver!r} solves the L2-regularized problem; penalty='l1' is solved by "
+                             "solver='cdn' (or 'auto').")
 
     @device_memory_guard("LinearSVC.fit", hint="pass float32 X, or CSR X for sparse data (X is copied to "
                          "the device whole)")
@@ -240,6 +266,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             yk = be.asarray(np.where(y_idx == targets[k], 1.0, -1.0))
             # C_i of this problem: C times the sample and class weights, as LIBLINEAR (ovr_weights)
             Ck = be.asarray(float(self.C) * ovr_weights(sample_w, class_w, y_idx, targets[k]), dtype=be.xp.float64)
+            if solver == "cdn":
+                return l1_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
+                                 seed=base_seed + k, verbose=self.verbose)
             if solver == "newton":
                 return newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
                                      verbose=self.verbose)
@@ -287,6 +316,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         (``dual="auto"``: the primal for the squared hinge when ``n_samples >= n_features``)."""
         if self.solver != "auto":
             return self.solver
+        if self.penalty == "l1":
+            return "cdn"
         if self.loss != "squared_hinge" or self.dual is True or self.dual is np.True_:
             return "dcd"
         if self.dual == "auto" and n_samples < n_features:

@@ -281,7 +281,7 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"C": -1}, r"The 'C' parameter of LinearSVC must be a float in the range \(0.0, inf\). Got -1 instead."),
         ({"tol": 0}, r"'tol' parameter of LinearSVC"),
         ({"loss": "log"}, r"The 'loss' parameter of LinearSVC must be one of"),
-        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['auto', 'avsf', 'dcd', 'newton'\]"),
+        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['auto', 'avsf', 'cdn', 'dcd', 'newton'\]"),
         ({"solver": "newton", "loss": "hinge"}, "solver='newton' solves the primal problem of the squared hinge"),
         ({"solver": "newton", "loss": "squared_hinge", "dual": True}, "but dual=True asks for the dual one"),
         ({"solver": "dcd", "loss": "squared_hinge", "dual": False}, "but dual=False asks for the primal one"),
@@ -290,7 +290,12 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"intercept_scaling": 0.0}, r"'intercept_scaling' parameter"),
         ({"class_weight": "auto"}, r"'class_weight' parameter of LinearSVC"),
         ({"fit_intercept": "yes"}, r"'fit_intercept' parameter of LinearSVC must be a bool"),
-        ({"penalty": "l1"}, r"The 'penalty' parameter of LinearSVC must be one of \['l2'\]. Got 'l1'"),
+        ({"penalty": "l0"}, r"The 'penalty' parameter of LinearSVC must be one of \['l1', 'l2'\]. Got 'l0'"),
+        ({"penalty": "l1"}, r"penalty='l1' and loss='hinge' is not supported .*our LinearSVC's default loss is"),
+        ({"penalty": "l1", "loss": "squared_hinge", "dual": True}, "penalty='l1' and loss='squared_hinge' is not "
+                                                                   "supported when dual=True"),
+        ({"penalty": "l1", "loss": "squared_hinge", "solver": "newton"}, "penalty='l1' is solved by solver='cdn'"),
+        ({"solver": "cdn", "loss": "squared_hinge"}, "solver='cdn' solves the L1-regularized problem"),
         ({"multi_class": "crammer_singer"}, r"The 'multi_class' parameter of LinearSVC must be one of \['ovr'\]"),
         ({"dual": "yes"}, r"The 'dual' parameter of LinearSVC must be 'auto' or a bool"),
         ({"dual": False}, r"loss='hinge' is not supported when dual=False"),
@@ -338,8 +343,9 @@ def test_input_errors_and_predict_shapes():
         m.predict(np.ones((2, 3)))
 
 
-@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])  # dual coordinate descent / primal Newton
-def test_sklearn_estimator_checks(loss):
+# dual coordinate descent / primal Newton / L1 coordinate descent
+@pytest.mark.parametrize("loss, penalty", [("hinge", "l2"), ("squared_hinge", "l2"), ("squared_hinge", "l1")])
+def test_sklearn_estimator_checks(loss, penalty):
     from sklearn.utils.estimator_checks import check_estimator
 
     with warnings.catch_warnings():
@@ -348,7 +354,7 @@ def test_sklearn_estimator_checks(loss):
         # weighted and repeated samples identical decisions to 1e-7.
         why = "solution accurate to the solver tolerance, not to 1e-7 (as sklearn's LinearSVC)"
         check_estimator(
-            LinearSVC(loss=loss, max_iter=5000, device="cpu"),
+            LinearSVC(loss=loss, penalty=penalty, max_iter=5000, device="cpu"),
             expected_failed_checks={
                 "check_sample_weight_equivalence_on_dense_data": why,
                 "check_sample_weight_equivalence_on_sparse_data": why,
@@ -514,3 +520,81 @@ def test_newton_gpu_matches_cpu(gpu_backend, sparse):
     np.testing.assert_allclose(cp.asnumpy(gpu.w), cpu.w, rtol=1e-6, atol=1e-8)
     m = LinearSVC(loss="squared_hinge", device="gpu").fit(Xg, cp.asarray(y))
     assert m.solver_ == "newton" and isinstance(m.decision_function(Xg), cp.ndarray)
+
+
+# ---- penalty="l1": coordinate descent with Newton steps (LIBLINEAR's solver 5) -----------------------------
+
+def _l1_objective(X, y01, C, coef, intercept):
+    from gpusvm._solvers.l1_linear import l1_objective
+
+    y = _pm1(y01) if set(np.unique(y01)) != {-1.0, 1.0} else y01
+    return l1_objective(CPU, X, y, np.full(X.shape[0], C), coef, float(intercept), 1.0)
+
+
+@pytest.mark.parametrize("C", [0.01, 1.0, 10.0])  # (at C = 100 neither converges in 100,000 sweeps)
+def test_l1_penalty_matches_liblinear_on_breast_cancer(C):
+    """The L1-regularized squared-hinge optimum of LIBLINEAR (tight tolerance) and the same zero weights."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    kw = dict(penalty="l1", loss="squared_hinge", dual=False, C=C, tol=1e-7, max_iter=100_000)
+    sk = SkLinearSVC(**kw, random_state=0).fit(X, y)
+    m = LinearSVC(**kw, random_state=0, device="cpu").fit(X, y)
+    assert m.solver_ == "cdn"
+    ref = _l1_objective(X, y, C, sk.coef_[0], sk.intercept_[0])
+    ours = _l1_objective(X, y, C, m.coef_[0], m.intercept_[0])
+    assert ours == pytest.approx(m.objective_[0], rel=1e-12)
+    assert abs(ours - ref) <= 1e-6 * ref, (ours, ref)
+    np.testing.assert_array_equal(m.coef_ == 0, sk.coef_ == 0)
+    assert 0 < np.count_nonzero(m.coef_) < X.shape[1]  # the L1 penalty's sparse weights
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("C", [0.01, 1.0])
+@pytest.mark.parametrize("name", DATASETS)
+def test_l1_penalty_objective_matches_liblinear(data_dir, name, C):
+    """Issue #5's data sets (subsets): the L1 objective within 1e-3 of LIBLINEAR's at sklearn's defaults,
+    CSR and dense input giving the same model."""
+    X, y = _subset(data_dir, name)
+    kw = dict(penalty="l1", loss="squared_hinge", dual=False, C=C, tol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkLinearSVC(**kw, max_iter=10_000, random_state=0).fit(X, y)
+    m = LinearSVC(**kw, max_iter=10_000, random_state=1, device="cpu").fit(X, y)
+    ref = _l1_objective(X, y, C, sk.coef_[0], sk.intercept_[0])
+    assert abs(m.objective_[0] - ref) <= 1e-3 * ref, (m.objective_[0], ref)
+    d = LinearSVC(**kw, max_iter=10_000, random_state=1, device="cpu").fit(X.toarray(), y)
+    np.testing.assert_array_equal(d.coef_, m.coef_)
+
+
+def test_l1_penalty_multiclass_weights_and_warning():
+    """One-vs-rest with class and sample weights as LIBLINEAR's; max_iter stops it with a warning."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    sw = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    kw = dict(penalty="l1", loss="squared_hinge", dual=False, C=0.3, tol=1e-8, max_iter=100_000,
+              class_weight={0: 3.0, 2: 0.5})
+    sk = SkLinearSVC(**kw, random_state=0).fit(X, y, sample_weight=sw)
+    m = LinearSVC(**kw, random_state=0, device="cpu").fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(m.coef_, sk.coef_, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(m.intercept_, sk.intercept_, rtol=0, atol=1e-4)
+    with pytest.warns(ConvergenceWarning, match=r"\(cdn\) stopped .* max_iter=2 sweeps"):
+        LinearSVC(penalty="l1", loss="squared_hinge", C=100.0, max_iter=2, device="cpu").fit(X, y)
+
+
+@pytest.mark.gpu
+def test_gpu_l1_penalty_matches_cpu(gpu_backend):
+    """A GPU fit of penalty="l1" (solved on the host): the CPU's model, weights as for any fit."""
+    import cupy as cp
+
+    X, y, Xg = _twin_problem(9, 300, sparse=True)
+    kw = dict(penalty="l1", loss="squared_hinge", C=0.5, tol=1e-6, random_state=4)
+    cpu = LinearSVC(**kw, device="cpu").fit(X, y)
+    gpu = LinearSVC(**kw, device="gpu").fit(Xg, cp.asarray(y))
+    np.testing.assert_array_equal(gpu.coef_, cpu.coef_)
+    assert isinstance(gpu.predict(Xg), cp.ndarray)
