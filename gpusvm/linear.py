@@ -343,10 +343,27 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
-        W = be.asarray(self.coef_.T, dtype=X.dtype)
+        coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_  # after sparsify()
+        W = be.asarray(coef.T, dtype=X.dtype)
         b = be.asarray(self.intercept_, dtype=X.dtype)
         scores = be.dot(X, W) + b
         return to_input_library(scores[:, 0] if scores.shape[1] == 1 else scores, lib)
+
+    def sparsify(self):
+        """Store ``coef_`` as a SciPy CSR matrix (as scikit-learn's linear models: worth it when most
+        weights are zero, e.g. after ``penalty="l1"``); predictions are unchanged. Returns self."""
+        import scipy.sparse as sp
+
+        check_is_fitted(self, "coef_")
+        self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
+    def densify(self):
+        """Store ``coef_`` as a dense ndarray again (the default after fit). Returns self."""
+        check_is_fitted(self, "coef_")
+        if hasattr(self.coef_, "toarray"):
+            self.coef_ = self.coef_.toarray()
+        return self
 
     def predict(self, X):
         """Predicted class labels, shape (n_samples,), in the array library of ``X`` when numeric."""

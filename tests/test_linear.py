@@ -587,6 +587,24 @@ def test_l1_penalty_multiclass_weights_and_warning():
         LinearSVC(penalty="l1", loss="squared_hinge", C=100.0, max_iter=2, device="cpu").fit(X, y)
 
 
+def test_sparsify_and_densify_keep_predictions():
+    """scikit-learn's SparseCoefMixin methods: CSR coef_ after sparsify(), dense after densify(), the
+    same decisions either way."""
+    from sklearn.datasets import load_iris
+
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    m = LinearSVC(penalty="l1", loss="squared_hinge", C=0.05, random_state=0, device="cpu").fit(X, y)
+    dense, dec = m.coef_.copy(), m.decision_function(X)
+    assert np.count_nonzero(dense) < dense.size
+    assert m.sparsify() is m and sp.issparse(m.coef_) and m.coef_.nnz == np.count_nonzero(dense)
+    np.testing.assert_array_equal(m.decision_function(X), dec)
+    assert m.densify() is m and isinstance(m.coef_, np.ndarray)
+    np.testing.assert_array_equal(m.coef_, dense)
+
+
 @pytest.mark.gpu
 def test_gpu_l1_penalty_matches_cpu(gpu_backend):
     """A GPU fit of penalty="l1" (solved on the host): the CPU's model, weights as for any fit."""
