@@ -93,15 +93,20 @@ def ovo_predict(dec, classes, lib):
     return to_input_library(classes[np.argmax(votes, axis=1)], lib)
 
 
-def linear_pair_weights(pair_coef, sv, n_classes, issparse):
+def linear_pair_weights(be, pair_coef, sv, n_classes):
     """scikit-learn's ``coef_`` for the linear gram: the primal weights w of every class pair, one row per
     pair (n_classes * (n_classes - 1) / 2, n_features), such that ``X @ coef_.T + intercept_`` is the
     "ovo" decision function (with two classes, the one column of decision_function). ``pair_coef``
     (n_pairs, n_SV) holds each pair's signed coefficients over the support vectors ``sv`` in LIBSVM's
     sign; with two classes the row is negated, as sklearn flips ``dual_coef_`` and ``intercept_``. A
     sparse ``sv`` gives a CSR matrix of its own type (sklearn returns CSR after a sparse fit); the
-    array library is that of ``sv`` (NumPy or CuPy), and the weights stay on the model's device."""
+    array library is that of ``sv`` (NumPy or CuPy, on the model's backend ``be``), and on the CPU the
+    result is read-only, as sklearn's (writing into it would not change the model)."""
     coef = -pair_coef if n_classes == 2 else pair_coef
-    if issparse(sv):
-        return type(sv)((sv.T @ coef.T).T)  # CSC times dense: dense (n_pairs, n_features), then CSR
-    return coef @ sv
+    if be.issparse(sv):
+        coef = type(sv)((sv.T @ coef.T).T)  # CSC times dense: dense (n_pairs, n_features), then CSR
+    else:
+        coef = coef @ sv
+    if not be.is_gpu:
+        (coef.data if be.issparse(coef) else coef).flags.writeable = False
+    return coef

@@ -558,10 +558,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                                  f"{self.early_stop_level} (early_stop_level); its early model has one local "
                                  "model per cluster (early_model_). Refit with early_stop_level=None.")
         be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
-        coef = linear_pair_weights(self._pair_coef, self.support_vectors_, len(self.classes_), be.issparse)
-        if not be.is_gpu:
-            (coef.data if be.issparse(coef) else coef).flags.writeable = False
-        return coef
+        return linear_pair_weights(be, self._pair_coef, self.support_vectors_, len(self.classes_))
 
     def decision_function(self, X, level=None):
         """Decision values of the final model, or of the local models of a level (early prediction).

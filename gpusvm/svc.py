@@ -605,10 +605,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise AttributeError("coef_ is only available when using a linear kernel")
         self._check_fitted()
         be = self._model_backend()
-        coef = linear_pair_weights(self._pair_coef, self.support_vectors_, len(self.classes_), be.issparse)
-        if not be.is_gpu:  # as sklearn: a read-only view, so that writing into it does not pass silently
-            (coef.data if be.issparse(coef) else coef).flags.writeable = False
-        return coef
+        return linear_pair_weights(be, self._pair_coef, self.support_vectors_, len(self.classes_))
 
     def decision_function(self, X):
         """Decision values.
