@@ -110,3 +110,14 @@ def linear_pair_weights(be, pair_coef, sv, n_classes):
     if not be.is_gpu:
         (coef.data if be.issparse(coef) else coef).flags.writeable = False
     return coef
+
+
+def check_finite_model(dual, intercept, owner):
+    """Raise when a fitted model's coefficients or intercepts (host arrays) are not finite, as sklearn's
+    SVC does, instead of returning a model whose decisions are all NaN: the Gram values overflowed."""
+    if np.all(np.isfinite(dual)) and np.all(np.isfinite(intercept)):
+        return
+    raise ValueError(f"The dual coefficients or intercepts of {owner} are not finite: the Gram values overflowed "
+                     "(float32 Gram rows, the default gram_dtype, hold values up to 3.4e38; a 'linear' or 'poly' "
+                     "gram grows with the scale of X). Rescale X (e.g. with sklearn.preprocessing.StandardScaler), "
+                     "or lower gamma / degree.")

@@ -15,7 +15,8 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
 from ._gram import GramSpec, feature_variance, resolve_gamma
-from ._ovo import linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
+                   ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
@@ -461,6 +462,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         # ---- LIBSVM's model layout, as gpusvm.SVC ----
         support, n_support, dual, coefs, intercept = ovo_model_layout(y_idx, n_classes, pairs, pair_coef,
                                                                       pair_idx, pair_b)
+        # (the intercepts are NaN by design when the fit stopped early: no top-level model)
+        check_finite_model(dual, intercept if self.early_stop_level is None else 0.0, "DCSVC")
 
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         self.classes_ = classes

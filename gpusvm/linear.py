@@ -344,8 +344,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
         coef = self.coef_.toarray() if hasattr(self.coef_, "toarray") else self.coef_  # after sparsify()
-        W = be.asarray(coef.T, dtype=X.dtype)
-        b = be.asarray(self.intercept_, dtype=X.dtype)
+        W = be.asarray(coef.T, dtype=be.xp.float64)  # float64 scores for float32 X too, as sklearn
+        b = be.asarray(self.intercept_, dtype=be.xp.float64)
         scores = be.dot(X, W) + b
         return to_input_library(scores[:, 0] if scores.shape[1] == 1 else scores, lib)
 

@@ -17,7 +17,8 @@ from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
-from ._ovo import linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows, ovo_predict
+from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
+                   ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
@@ -136,15 +137,21 @@ def _decision_threads():
 
 
 def _callable_gram(kernel, A, B, n_a, n_b, where):
-    """``kernel(A, B)`` of a callable kernel, which must return an (n_a, n_b) array (any array library;
-    sparse results are densified, as sklearn does)."""
+    """``kernel(A, B)`` of a callable kernel, which must return finite values of shape (n_a, n_b): an
+    array of any library, a sparse matrix (densified, as sklearn does) or nested lists."""
     K = kernel(A, B)
-    shape = getattr(K, "shape", None)
-    if shape is None or len(shape) != 2 or tuple(int(v) for v in shape) != (n_a, n_b):
-        raise ValueError(f"The kernel callable must return the Gram values of shape {(n_a, n_b)} {where}; "
-                         f"it returned {type(K).__name__} of shape {shape}.")
     if hasattr(K, "toarray"):
         K = K.toarray()
+    if not hasattr(K, "shape"):
+        K = np.asarray(K, dtype=np.float64)
+    shape = tuple(int(v) for v in K.shape)
+    if shape != (n_a, n_b):
+        raise ValueError(f"The kernel callable must return the Gram values of shape {(n_a, n_b)} {where}; "
+                         f"it returned {type(K).__name__} of shape {shape}.")
+    xp = np if array_library(K) == "numpy" else __import__("cupy")
+    if K.dtype.kind not in "biuf" or not bool(xp.isfinite(K).all()):
+        raise ValueError(f"The kernel callable returned values that are not finite real numbers {where} "
+                         f"(dtype {K.dtype}); it must return the Gram values.")
     return K
 
 
@@ -477,6 +484,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         # ---- LIBSVM's model layout: SVs grouped by class, dual_coef_ (n_classes - 1, n_SV) ----
         support, n_support, dual, coefs, intercept = ovo_model_layout(y_idx, n_classes, pairs, pair_alpha,
                                                                       pair_idx, pair_b)
+        check_finite_model(dual, intercept, "SVC")
 
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         self.classes_ = classes
@@ -485,6 +493,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         sv = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
         if precomputed:  # as sklearn: no vectors; prediction reads the columns support_ of its matrix
             sv = xp.empty((0, 0), dtype=xp.float64)
+        # state of an earlier fit that this one does not set: a callable's training rows, and the class
+        # order of a model read from a LIBSVM file (load_libsvm_model), which predict_proba would use
+        for name in ("_X_sv", "_coupling_order"):
+            self.__dict__.pop(name, None)
         if callable(self.kernel):  # the training rows that prediction passes to the callable
             from sklearn.utils import _safe_indexing
 

@@ -587,6 +587,17 @@ def test_l1_penalty_multiclass_weights_and_warning():
         LinearSVC(penalty="l1", loss="squared_hinge", C=100.0, max_iter=2, device="cpu").fit(X, y)
 
 
+def test_float32_input_gives_float64_decisions():
+    """As sklearn: the scores are float64 for float32 X too (the weights are not rounded to float32)."""
+    X = np.random.default_rng(1).normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    m = LinearSVC(device="cpu", random_state=0).fit(X, y)
+    dec = m.decision_function(X.astype(np.float32))
+    assert dec.dtype == np.float64
+    np.testing.assert_allclose(dec, X.astype(np.float32).astype(np.float64) @ m.coef_[0] + m.intercept_[0],
+                               rtol=1e-12)
+
+
 def test_sparsify_and_densify_keep_predictions():
     """scikit-learn's SparseCoefMixin methods: CSR coef_ after sparsify(), dense after densify(), the
     same decisions either way."""

@@ -176,8 +176,42 @@ def test_callable_kernel_of_the_wrong_shape_names_it(tmp_path):
         m.predict(Xtr)
     with pytest.raises(ValueError, match="callable"):
         save_libsvm_model(m, tmp_path / "m.model")
-    with pytest.raises(ValueError, match="NaN"):
+
+
+def test_callable_kernel_returning_lists_or_nan():
+    """Nested lists are taken (as sklearn); non-finite values get an error naming the callable, not X."""
+    Xtr, ytr, Xte, _ = _split("breast_cancer", seed=8, n_train=120)
+    ref = SVC(kernel="linear", device="cpu").fit(Xtr, ytr)
+    m = SVC(kernel=lambda A, B: (A @ B.T).tolist(), device="cpu").fit(Xtr, ytr)
+    np.testing.assert_allclose(m.decision_function(Xte), ref.decision_function(Xte), rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"kernel callable returned values that are not finite .* on the training"):
         SVC(kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(Xtr, ytr)
+    calls = []
+
+    def gram(A, B):
+        calls.append(1)
+        K = A @ B.T
+        return K if len(calls) == 1 else K * np.inf
+
+    fitted = SVC(kernel=gram, device="cpu").fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="not finite real numbers between the new points and the support vectors"):
+        fitted.predict(Xte)
+
+
+def test_refit_drops_the_state_of_an_earlier_fit():
+    """A refit with a built-in gram forgets a callable's training rows, and any fit forgets the class
+    order of a model read from a LIBSVM file (predict_proba used it: probabilities off, or garbage)."""
+    Xtr, ytr, Xte, _ = _split("digits", seed=9, n_train=200)
+    m = SVC(kernel=_rbf, device="cpu").fit(Xtr, ytr)
+    assert hasattr(m, "_X_sv")
+    m.set_params(kernel="rbf", gamma=0.03).fit(Xtr, ytr)
+    assert not hasattr(m, "_X_sv")
+    fresh = SVC(probability=True, random_state=0, device="cpu").fit(Xtr, ytr)
+    m = SVC(probability=True, random_state=0, device="cpu")
+    m._coupling_order = np.array([2, 0, 1])  # what load_libsvm_model sets for a file with labels "3 1 2"
+    m.fit(Xtr, ytr)
+    assert not hasattr(m, "_coupling_order")
+    np.testing.assert_array_equal(m.predict_proba(Xte), fresh.predict_proba(Xte))
 
 
 def test_gpu_precomputed_matches_the_cpu(gpu_backend):

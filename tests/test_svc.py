@@ -587,6 +587,20 @@ def test_bad_input_errors():
         SVC(kernel="laplacian").fit(X, y)
 
 
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_overflowing_gram_raises_instead_of_a_nan_model(name):
+    """Linear gram values of X * 1e20 overflow the float32 Gram rows: sklearn raises ("not finite"), and
+    so do we, naming the cause, instead of returning NaN intercepts with fit_status_ 0."""
+    import gpusvm
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow warnings on the way
+        with pytest.raises(ValueError, match="not finite: the Gram values overflowed"):
+            getattr(gpusvm, name)(kernel="linear", device="cpu").fit(X * 1e20, y)
+
+
 @pytest.mark.parametrize("solver", ["smo", "pa-smo"])
 def test_max_iter_warns_and_model_is_usable(solver):
     X, y = load_bundled("breast_cancer")
