@@ -933,9 +933,7 @@ def _prepare_precomputed(X, K):
 
 
 def _diag(sq, spec):
-    if spec.kind == "precomputed":  # sq holds k(x, x) (_prepare_precomputed)
-        return sq.copy()
-    if spec.kind == "linear":
+    if spec.kind in ("linear", "precomputed"):  # (precomputed: sq holds k(x, x), _prepare_precomputed)
         return sq.copy()
     if spec.kind == "poly":
         return (spec.gamma * sq + spec.coef0) ** spec.degree
