@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-from ._backend import array_library, get_backend
+from ._backend import array_library, get_backend, move_arrays
 from ._backend.base import device_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
@@ -606,6 +606,20 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         sw = None if sample_weight is None else to_numpy(sample_weight)
         return accuracy_score(to_numpy(y), to_numpy(self.predict(X, level=level)), sample_weight=sw)
+
+    def to_device(self, device):
+        """Move a fitted model to ``device`` ("cpu", "gpu" or "gpu:N") and return it, as
+        :meth:`gpusvm.SVC.to_device`: the final model's arrays and every level's local models (for
+        ``predict(X, level=...)``) are copied there, and later predictions run there. A GPU model moved
+        to the CPU pickles and predicts on a machine without CUDA."""
+        self._check_fitted()
+        be = get_backend(device)
+        src = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        for name in ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b",
+                     "_level_models"):
+            setattr(self, name, move_arrays(getattr(self, name), src, be))
+        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

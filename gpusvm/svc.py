@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 
-from ._backend import array_library, get_backend
+from ._backend import array_library, get_backend, move_arrays
 from ._backend.base import device_memory_guard
 from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
@@ -704,10 +704,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         be = get_backend(device)
         src = self._model_backend()
-        for name in ("support_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b"):
-            setattr(self, name, be.asarray(src.to_host(getattr(self, name))))
-        sv = src.to_host(self.support_vectors_)
-        self.support_vectors_ = be.asarray(sv)
+        for name in ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b"):
+            setattr(self, name, move_arrays(getattr(self, name), src, be))
         self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
         return self
 

@@ -782,3 +782,48 @@ def test_device_oom_in_the_batched_level_is_a_clear_memory_error(monkeypatch):
     monkeypatch.setattr(dc, "_solve_batched", lambda *a, **k: 1 / 0)
     with pytest.raises(RuntimeError, match=r"batched subproblems failed at level 2 \(\d+ clusters"):
         est.fit(X, y)
+
+
+# ---- moving a fitted model between devices ---------------------------------------------------------------
+
+def _three_class_fit():
+    X, y = make_classification(n_samples=600, n_features=6, n_informative=4, n_classes=3, n_clusters_per_class=1,
+                               random_state=3)
+    m = DCSVC(C=4.0, gamma=0.2, n_levels=2, n_clusters_per_level=2, min_cluster_size=0, max_cluster_share=1.0,
+              device="cpu", random_state=0).fit(X, y)
+    levels = [0] + sorted(set.intersection(*(set(models) for models in m._level_models)))
+    assert len(levels) >= 2  # the top and at least one early level
+    return X, m, levels
+
+
+def test_to_device_cpu_keeps_every_level_and_pickles():
+    import pickle
+
+    X, m, levels = _three_class_fit()
+    before = {lv: m.decision_function(X, level=lv) for lv in levels}
+    assert m.to_device("cpu") is m
+    m2 = pickle.loads(pickle.dumps(m))
+    for lv, dec in before.items():
+        np.testing.assert_array_equal(m2.decision_function(X, level=lv), dec)
+
+
+def test_to_device_gpu_and_back_gives_the_same_predictions(gpu_backend):
+    """A CPU model moved to the GPU predicts there (every level) with the CPU's values, CuPy arrays in
+    its attributes and local models; moved back it pickles without CuPy objects."""
+    import pickle
+
+    import cupy as cp
+
+    X, m, levels = _three_class_fit()
+    before = {lv: m.decision_function(X, level=lv) for lv in levels}
+    m.to_device("gpu")
+    assert isinstance(m.support_vectors_, cp.ndarray) and isinstance(m._pair_coef, cp.ndarray)
+    assert isinstance(m._level_models[0][levels[1]].sv_X, cp.ndarray)
+    assert isinstance(m._level_models[0][levels[1]].clustering.sample_X, cp.ndarray)
+    for lv, dec in before.items():
+        np.testing.assert_allclose(cp.asnumpy(m.decision_function(cp.asarray(X), level=lv)), dec, rtol=0, atol=1e-9)
+    m.to_device("cpu")
+    assert isinstance(m._level_models[0][levels[1]].sv_X, np.ndarray)
+    m2 = pickle.loads(pickle.dumps(m))
+    for lv, dec in before.items():
+        np.testing.assert_allclose(m2.decision_function(X, level=lv), dec, rtol=0, atol=1e-9)

@@ -36,6 +36,7 @@ __all__ = [
     "array_library",
     "get_backend",
     "gpu_status",
+    "move_arrays",
     "register_op",
     "registered_ops",
 ]
@@ -170,3 +171,24 @@ def get_backend(device="auto", *arrays, auto_gpu: bool = True) -> Backend:
     from .numpy_backend import CPU
 
     return CPU
+
+
+def move_arrays(obj, src, dst):
+    """``obj`` with every array in it (NumPy / CuPy arrays, SciPy / cupyx sparse matrices) copied from
+    backend ``src`` to backend ``dst``, through dataclasses (rebuilt with ``dataclasses.replace``), lists,
+    tuples and dicts; anything else (numbers, strings, None) unchanged. What a fitted model's
+    ``to_device`` uses for state nested in solver results."""
+    import dataclasses
+
+    import numpy as np
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = {f.name: move_arrays(getattr(obj, f.name), src, dst) for f in dataclasses.fields(obj) if f.init}
+        return dataclasses.replace(obj, **fields)
+    if isinstance(obj, dict):
+        return {k: move_arrays(v, src, dst) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(move_arrays(v, src, dst) for v in obj)
+    if isinstance(obj, np.ndarray) or array_library(obj) == "cupy" or src.issparse(obj):
+        return dst.asarray(src.to_host(obj))
+    return obj
