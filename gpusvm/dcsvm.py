@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-from ._backend import array_library, get_backend, move_arrays
+from ._backend import array_library, get_backend, move_fitted
 from ._backend.base import device_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
@@ -465,7 +465,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         # (the intercepts are NaN by design when the fit stopped early: no top-level model)
         check_finite_model(dual, intercept if self.early_stop_level is None else 0.0, "DCSVC")
 
-        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        self._be_name = be.device_key
         self.classes_ = classes
         self.support_ = be.asarray(support.astype(np.int32))
         self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
@@ -499,6 +499,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                                  "appropriate arguments before using this estimator.")
 
+    def _model_backend(self):
+        return get_backend(self._be_name)
+
     def _resolve_level(self, level):
         if level is None:
             return 0 if self.early_stop_level is None else int(self.early_stop_level)
@@ -525,7 +528,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         level = self._resolve_level(level)
         lib = array_library(X)
-        be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        be = self._model_backend()
         X = check_X(X, be, owner="DCSVC")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but DCSVC is expecting {self.n_features_in_} "
@@ -560,7 +563,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise AttributeError(f"coef_ holds the top-level model's weights, but this DCSVC stopped at level "
                                  f"{self.early_stop_level} (early_stop_level); its early model has one local "
                                  "model per cluster (early_model_). Refit with early_stop_level=None.")
-        be = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        be = self._model_backend()
         return linear_pair_weights(be, self._pair_coef, self.support_vectors_, len(self.classes_))
 
     def decision_function(self, X, level=None):
@@ -613,13 +616,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         ``predict(X, level=...)``) are copied there, and later predictions run there. A GPU model moved
         to the CPU pickles and predicts on a machine without CUDA."""
         self._check_fitted()
-        be = get_backend(device)
-        src = get_backend("cpu" if self._be_name == "cpu" else self._be_name)
-        for name in ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b",
-                     "_level_models"):
-            setattr(self, name, move_arrays(getattr(self, name), src, be))
-        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
-        return self
+        return move_fitted(self, ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef",
+                                  "_pair_b", "_level_models"), device)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

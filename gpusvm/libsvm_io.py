@@ -110,9 +110,9 @@ def save_libsvm_model(model, path) -> None:
         raise TypeError(f"save_libsvm_model writes gpusvm.SVC models (C-SVC); got {type(model).__name__}.")
     model._check_fitted()
     if model.kernel == "precomputed" or callable(model.kernel):
-        raise ValueError("save_libsvm_model cannot write a model with kernel='precomputed' or a callable: it has no support "
-                         "vectors, only training indices (support_), and gpusvm reads no precomputed LIBSVM "
-                         "model either. Pickle the estimator instead.")
+        raise ValueError("save_libsvm_model cannot write a model with kernel='precomputed' or a callable: it "
+                         "has no support vectors, only training indices (support_), and gpusvm reads no "
+                         "precomputed LIBSVM model either. Pickle the estimator instead.")
     labels = _int_labels(model.classes_)
     be = model._model_backend()
     sv = be.to_host(model.support_vectors_)
@@ -342,7 +342,7 @@ def _build_model(m, n_features, device):
               probability=file_prob is not None, device=device)
     be = get_backend(device)
     est._gamma = float(gamma) if gamma is not None else 1.0
-    est._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+    est._be_name = be.device_key
     est.classes_ = classes
     est.class_weight_ = np.ones(k)
     est.support_ = be.asarray(np.full(total, -1, dtype=np.int32))

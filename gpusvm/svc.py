@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 
-from ._backend import array_library, get_backend, move_arrays
+from ._backend import array_library, get_backend, move_fitted
 from ._backend.base import device_memory_guard
 from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
@@ -486,7 +486,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                                                                       pair_idx, pair_b)
         check_finite_model(dual, intercept, "SVC")
 
-        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
+        self._be_name = be.device_key
         self.classes_ = classes
         self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))
@@ -574,7 +574,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                                  "appropriate arguments before using this estimator.")
 
     def _model_backend(self):
-        return get_backend("cpu" if self._be_name == "cpu" else self._be_name)
+        return get_backend(self._be_name)
 
     def _pair_decision(self, X):
         """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
@@ -702,12 +702,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         copied to the device; later predictions run there.
         """
         self._check_fitted()
-        be = get_backend(device)
-        src = self._model_backend()
-        for name in ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b"):
-            setattr(self, name, move_arrays(getattr(self, name), src, be))
-        self._be_name = be.name if not be.is_gpu else f"gpu:{be.device_id}"
-        return self
+        return move_fitted(self, ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef",
+                                  "_pair_b"), device)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

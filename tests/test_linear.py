@@ -281,7 +281,8 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"C": -1}, r"The 'C' parameter of LinearSVC must be a float in the range \(0.0, inf\). Got -1 instead."),
         ({"tol": 0}, r"'tol' parameter of LinearSVC"),
         ({"loss": "log"}, r"The 'loss' parameter of LinearSVC must be one of"),
-        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of \['auto', 'avsf', 'cdn', 'dcd', 'newton'\]"),
+        ({"solver": "sag"}, r"The 'solver' parameter of LinearSVC must be one of "
+                            r"\['auto', 'avsf', 'cdn', 'dcd', 'newton'\]"),
         ({"solver": "newton", "loss": "hinge"}, "solver='newton' solves the primal problem of the squared hinge"),
         ({"solver": "newton", "loss": "squared_hinge", "dual": True}, "but dual=True asks for the dual one"),
         ({"solver": "dcd", "loss": "squared_hinge", "dual": False}, "but dual=False asks for the primal one"),

@@ -37,6 +37,7 @@ __all__ = [
     "get_backend",
     "gpu_status",
     "move_arrays",
+    "move_fitted",
     "register_op",
     "registered_ops",
 ]
@@ -192,3 +193,14 @@ def move_arrays(obj, src, dst):
     if isinstance(obj, np.ndarray) or array_library(obj) == "cupy" or src.issparse(obj):
         return dst.asarray(src.to_host(obj))
     return obj
+
+
+def move_fitted(model, names, device):
+    """``to_device`` of a fitted kernel model: its attributes ``names`` (arrays, or state holding them)
+    copied from its backend (``model._be_name``, a :attr:`Backend.device_key`) to ``device``, which the
+    model then records. Returns the model."""
+    src, dst = get_backend(model._be_name), get_backend(device)
+    for name in names:
+        setattr(model, name, move_arrays(getattr(model, name), src, dst))
+    model._be_name = dst.device_key
+    return model

@@ -121,6 +121,12 @@ class Backend:
     def is_gpu(self) -> bool:
         return self.name == "gpu"
 
+    @property
+    def device_key(self) -> str:
+        """The ``device=`` value that selects this backend again: "cpu" or "gpu:N" (what fitted models
+        record, so that :func:`gpusvm.get_backend` gives their backend back)."""
+        return f"gpu:{self.device_id}" if self.is_gpu else self.name
+
     def __getattr__(self, attr):
         # Only called when normal lookup fails: resolve fused ops from the registry.
         if attr.startswith("__"):

@@ -17,7 +17,7 @@ device.
 from __future__ import annotations
 
 from .._backend import get_backend
-from .dcd import LinearResult
+from .dcd import LinearResult, _margins
 
 __all__ = ["l1_linear", "l1_objective"]
 
@@ -25,8 +25,7 @@ __all__ = ["l1_linear", "l1_objective"]
 def l1_objective(be, X, y, C, w, w_bias, bias):
     """``||w||_1 + |w_bias| + sum_i C_i max(0, 1 - y_i (<w, x_i> + bias w_bias))^2``."""
     xp = be.xp
-    m = y * (be.dot(X, w) + bias * w_bias)
-    xi = xp.maximum(1.0 - m, 0.0)
+    xi = xp.maximum(1.0 - y * _margins(be, X, w, w_bias, bias), 0.0)
     return float(xp.sum(xp.abs(w)) + abs(w_bias) + xp.sum(C * xi * xi))
 
 

@@ -93,6 +93,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..._gram import GRAM_CODES
 from ..base import register_op
 # (Numba caches this module keyed on this file only: after editing exp_neg_vec in merge.py, delete
 # ops/__pycache__/*.nb[ic] or touch this file.)
@@ -884,7 +885,7 @@ def _plan_step(i, j, s, a_v, alpha, C, G, y, h_p, h_q, h_a, h_c, h_cv, pa_recent
     return 0.0, 0
 
 
-_CODES = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3}
+_CODES = GRAM_CODES  # (GramSpec.code gives them; the tests build the solver's gk tuple from these)
 
 
 _DENSE_MAX_BYTES = 256 * 2**20
