@@ -62,14 +62,29 @@ def check_auto_or_bool(value, name, owner):
     return value
 
 
-def check_X(X, be, *, name="X", dtype=None, owner=None):
+def check_feature_names(estimator, X, *, reset):
+    """scikit-learn's bookkeeping of column names: ``reset=True`` (fit) sets ``feature_names_in_`` from
+    a data frame's string column names (and deletes a stale one otherwise); ``reset=False`` (predict)
+    warns when names were seen on one side only and raises ``ValueError`` when they differ."""
+    try:
+        from sklearn.utils.validation import _check_feature_names
+    except ImportError:  # scikit-learn < 1.6: a BaseEstimator method
+        estimator._check_feature_names(X, reset=reset)
+    else:
+        _check_feature_names(estimator, X, reset=reset)
+
+
+def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=False):
     """Validate a 2-d feature matrix and put it on backend ``be``.
 
-    Accepts lists, NumPy arrays (C or F order), SciPy sparse matrices (converted to CSR), CuPy arrays
-    and cupyx sparse matrices. Returns a float64 or float32 array or CSR matrix on ``be`` (float32 kept,
-    anything else converted to ``dtype`` or float64). Raises ``ValueError`` for ragged, empty, non-2-d
-    or non-finite input.
+    Accepts lists, NumPy arrays (C or F order), data frames, SciPy sparse matrices (converted to CSR),
+    CuPy arrays and cupyx sparse matrices. Returns a float64 or float32 array or CSR matrix on ``be``
+    (float32 kept, anything else converted to ``dtype`` or float64). Raises ``ValueError`` for ragged,
+    empty, non-2-d or non-finite input. With ``estimator``, first sets (``reset``, in fit) or checks
+    its ``feature_names_in_`` (:func:`check_feature_names`).
     """
+    if estimator is not None:
+        check_feature_names(estimator, X, reset=reset)
     where = f" for {owner}" if owner else ""
     by = f" by {owner}" if owner else ""
     if X is None:

@@ -128,6 +128,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     fit_time_ : float
         Wall-clock seconds of the solver calls in ``fit``.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X when it was a data frame with string column names (as scikit-learn's
+        estimators; absent otherwise).
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", gamma="scale", budget=500, n_merge=2, merge="cascade",
@@ -197,7 +200,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         shape = getattr(X, "shape", None)
         narrow = shape is not None and len(shape) == 2 and shape[1] < BUDGET_AUTO_GPU_MAX_FEATURES
         be = get_backend(self.device, X, auto_gpu=narrow)
-        X = check_X(X, be, dtype=np.float64, owner=name)
+        X = check_X(X, be, dtype=np.float64, owner=name, estimator=self, reset=True)
         if be.issparse(X) and be.is_gpu:
             X = X.toarray()  # the GPU loop reads dense rows; the CPU loop only the nonzeros of CSR X
         n, d = X.shape
@@ -272,7 +275,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         lib = array_library(X)
         be = get_backend(self.device, X)
-        X = check_X(X, be, dtype=np.float64, owner=name)
+        X = check_X(X, be, dtype=np.float64, owner=name, estimator=self)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {self.n_features_in_} "
                              "features as input.")

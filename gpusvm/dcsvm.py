@@ -252,6 +252,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         0 when every solve converged, 1 otherwise.
     n_distinct_ : int or None
         Number of distinct (x, y) pairs (None with ``deduplicate=False``), as :class:`gpusvm.SVC`.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X when it was a data frame with string column names (as scikit-learn's
+        estimators; absent otherwise).
     """
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, n_levels=4,
@@ -391,7 +395,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if y is None:
             raise ValueError("DCSVC requires y to be passed, but the target y is None.")
         be = get_backend(self.device, X, y, sample_weight)
-        X = check_X(X, be, owner="DCSVC")
+        X = check_X(X, be, owner="DCSVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
         y = check_class_labels(y, n, owner="DCSVC")
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -529,7 +533,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         level = self._resolve_level(level)
         lib = array_library(X)
         be = self._model_backend()
-        X = check_X(X, be, owner="DCSVC")
+        X = check_X(X, be, owner="DCSVC", estimator=self)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but DCSVC is expecting {self.n_features_in_} "
                              "features as input.")

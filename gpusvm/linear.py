@@ -135,6 +135,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     objective_ : ndarray of shape (1,) or (n_classes,)
         Primal objective of each binary problem at the solution.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X when it was a data frame with string column names (as scikit-learn's
+        estimators; absent otherwise).
     n_distinct_ : int or None
         Number of distinct (x, y) pairs (None with ``deduplicate=False``).
     """
@@ -234,7 +237,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         shape = getattr(X, "shape", None)
         newton = shape is not None and len(shape) == 2 and self._resolve_solver(*shape) == "newton"
         be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None, auto_gpu=newton)
-        X = check_X(X, be, owner=name)
+        X = check_X(X, be, owner=name, estimator=self, reset=True)
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)
@@ -339,7 +342,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         lib = array_library(X)
         be = get_backend("auto" if lib == "cupy" else "cpu", X)
-        X = check_X(X, be, owner=type(self).__name__)
+        X = check_X(X, be, owner=type(self).__name__, estimator=self)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")

@@ -291,6 +291,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         ``probability=False``.
     shape_fit_ : tuple
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of X when it was a data frame with string column names (as scikit-learn's
+        estimators; absent otherwise).
 
     Notes
     -----
@@ -415,7 +418,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             n_raw = _num_samples(X)
             X = _callable_gram(self.kernel, X, X, n_raw, n_raw, "on the training data (kernel(X, X))")
         be = get_backend(self.device, X, y, sample_weight)
-        X = check_X(X, be, owner="SVC")
+        X = check_X(X, be, owner="SVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
         precomputed = self.kernel == "precomputed" or callable(self.kernel)
         if precomputed:
@@ -587,7 +590,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                                "between the new points and the support vectors (kernel(X, support rows))")
         lib = array_library(X)
         be = self._model_backend()
-        X = check_X(X, be, owner="SVC")
+        X = check_X(X, be, owner="SVC", estimator=self)
         xp = be.xp
         if callable(self.kernel):  # the callable's values against the support vectors
             return be, X.astype(xp.float64) @ self._pair_coef.T + self._pair_b[None, :], lib

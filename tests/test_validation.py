@@ -146,3 +146,30 @@ def test_gamma_scale_that_cannot_be_resolved_says_why(make):
     with pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too small"):
         make().fit(X * 1e-160, y)
     make().set_params(gamma=1.0).fit(X * 1e-160, y)  # an explicit gamma is left alone
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_data_frame_column_names_are_recorded_and_checked(make):
+    """As scikit-learn's estimators: a fit on a data frame records ``feature_names_in_``; predicting with
+    columns renamed or reordered raises, without names (or names after a fit without) warns, and a refit
+    without names drops the old ones. The model is the one the same values give as an array."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.utils.estimator_checks import check_dataframe_column_names_consistency
+
+    X, y = _small_problem()
+    names = [f"f{k}" for k in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    est = make().fit(frame, y)
+    np.testing.assert_array_equal(est.feature_names_in_, names)
+    assert est.feature_names_in_.dtype == object
+    np.testing.assert_allclose(est.decision_function(frame), make().fit(X, y).decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(frame[names[::-1]])
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    est.fit(X, y)
+    assert not hasattr(est, "feature_names_in_")
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        est.predict(frame)
+    check_dataframe_column_names_consistency(type(est).__name__, make())
