@@ -233,3 +233,7 @@ def test_gpu_precomputed_matches_the_cpu(gpu_backend):
     call = SVC(kernel=_rbf, device="gpu", C=2.0, tol=1e-5, gram_dtype="float64").fit(Xtr, ytr)
     np.testing.assert_allclose(call.objective_, gpu.objective_, rtol=1e-10)
     np.testing.assert_allclose(call.decision_function(Xte), cp.asnumpy(dec), rtol=0, atol=1e-9)
+    # non-finite CuPy values from the callable are refused, as NumPy ones on the CPU
+    for bad in (cp.nan, cp.inf):
+        with pytest.raises(ValueError, match="kernel callable returned values that are not finite"):
+            SVC(kernel=lambda A, B, v=bad: cp.full((len(A), len(B)), v), device="gpu").fit(Xtr, ytr)
