@@ -312,7 +312,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.C, "C", own, low=0.0, low_open=True)
         check_options(self.kernel, "kernel", own, _KERNELS)
         check_options(self.decision_function_shape, "decision_function_shape", own, ("ovr", "ovo"))
-        check_scalar(self.degree, "degree", own, kind="int", low=1)
+        # as scikit-learn: any degree >= 0, used by the polynomial gram only, where 0 (a constant gram)
+        # is refused
+        check_scalar(self.degree, "degree", own, kind="int", low=0)
+        if self.kernel == "poly" and self.degree == 0:
+            raise ValueError("degree=0 makes the polynomial gram constant ((gamma <x, y> + coef0)^0 = 1), "
+                             "so it cannot separate the classes; DCSVC needs degree >= 1 for "
+                             "kernel='poly'.")
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", own, ("scale", "auto"))
         else:
@@ -355,7 +361,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                              f"{self.solver!r} does not take; it takes {sorted(opts)}.")
 
     def _gram_spec(self, gamma):
-        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
+        degree = self.degree if self.kernel == "poly" else 3  # (other grams ignore it; GramSpec wants >= 1)
+        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=degree)
 
     def _rng(self):
         rs = self.random_state

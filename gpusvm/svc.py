@@ -354,7 +354,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.C, "C", "SVC", low=0.0, low_open=True)
         if not callable(self.kernel):
             check_options(self.kernel, "kernel", "SVC", _KERNELS)
-        check_scalar(self.degree, "degree", "SVC", kind="int", low=1)
+        # as scikit-learn: any degree >= 0, used by the polynomial gram only, where 0 (a constant gram)
+        # is refused
+        check_scalar(self.degree, "degree", "SVC", kind="int", low=0)
+        if self.kernel == "poly" and self.degree == 0:
+            raise ValueError("degree=0 makes the polynomial gram constant ((gamma <x, y> + coef0)^0 = 1), "
+                             "so it cannot separate the classes; SVC needs degree >= 1 for "
+                             "kernel='poly'.")
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", "SVC", ("scale", "auto"))
         else:
@@ -387,7 +393,8 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _gram_spec(self, gamma, matrix=None):
         kind = "precomputed" if callable(self.kernel) else self.kernel
-        return GramSpec(kind, gamma=gamma, coef0=self.coef0, degree=self.degree, matrix=matrix)
+        degree = self.degree if kind == "poly" else 3  # (other grams ignore it; GramSpec wants >= 1)
+        return GramSpec(kind, gamma=gamma, coef0=self.coef0, degree=degree, matrix=matrix)
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "

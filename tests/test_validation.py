@@ -173,3 +173,20 @@ def test_data_frame_column_names_are_recorded_and_checked(make):
     with pytest.warns(UserWarning, match="fitted without feature names"):
         est.predict(frame)
     check_dataframe_column_names_consistency(type(est).__name__, make())
+
+
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_degree_as_scikit_learn(name):
+    """Any degree >= 0 is taken (scikit-learn's rule); the grams other than the polynomial one ignore
+    it, and the polynomial gram of degree 0 (constant) is refused with a message saying why."""
+    import gpusvm
+
+    Est = getattr(gpusvm, name)
+    X, y = _small_problem()
+    kw = dict(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, random_state=0) if name == "DCSVC" else {}
+    ref = Est(gamma=0.5, device="cpu", **kw).fit(X, y).decision_function(X)
+    np.testing.assert_array_equal(Est(gamma=0.5, degree=0, device="cpu", **kw).fit(X, y).decision_function(X), ref)
+    with pytest.raises(ValueError, match="degree=0 makes the polynomial gram constant"):
+        Est(kernel="poly", degree=0, device="cpu", **kw).fit(X, y)
+    with pytest.raises(ValueError, match="'degree' parameter"):
+        Est(degree=-1, device="cpu", **kw).fit(X, y)
