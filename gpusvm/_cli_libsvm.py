@@ -174,39 +174,125 @@ def train_main(args) -> int:
     except UsageError as exc:
         print(f"gpusvm train: {exc}", file=sys.stderr)
         return 1
+    import warnings
+
+    import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
+
     kernel = ("linear", "poly", "rbf", "sigmoid")[opt["kernel"]]
-    gamma = opt["gamma"] if opt["gamma"] is not None else 1.0 / max(int(X.shape[1]), 1)
+    if kernel == "poly" and opt["degree"] < 0:
+        print("gpusvm train: degree of polynomial kernel < 0", file=sys.stderr)
+        return 1
+    # as svm-train: -g 0 (or no -g) means 1 / num_features
+    gamma = opt["gamma"] if opt["gamma"] else 1.0 / max(int(X.shape[1]), 1)
+    labels = np.trunc(y)  # svm-train casts labels to int
+    if np.any(labels != y):
+        print("WARNING: labels that are not integers are truncated to integers, as LIBSVM does", file=sys.stderr)
+    y = labels + 0.0  # (no -0.0)
     cw = None
     if opt["weights"]:
         present = set(y.tolist())
         cw = {lab: w for lab, w in opt["weights"].items() if lab in present}
         for lab in sorted(set(opt["weights"]) - present):
             print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
-    est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"], gamma=gamma, coef0=opt["coef0"], tol=opt["tol"],
-              cache_size=opt["cache"], class_weight=cw or None, solver=opt["solver"], device=opt["device"],
-              deduplicate=opt["deduplicate"], shrinking=opt.get("shrinking", True),
-              probability=bool(opt.get("probability")), random_state=0)
+    # svm-train's iteration cap: max(10^7, 100 l) per binary problem (with a warning when reached)
+    est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"] if kernel == "poly" else 3, gamma=gamma,
+              coef0=opt["coef0"], tol=opt["tol"], cache_size=opt["cache"], class_weight=cw or None,
+              solver=opt["solver"], device=opt["device"], deduplicate=opt["deduplicate"],
+              shrinking=opt.get("shrinking", True), probability=bool(opt.get("probability")),
+              max_iter=max(10**7, 100 * int(X.shape[0])), random_state=0)
     try:
-        if opt["folds"]:
-            import numpy as np
-            from sklearn.model_selection import StratifiedKFold, cross_val_predict
-
-            folds = min(opt["folds"], int(X.shape[0]))
-            cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
-            pred = cross_val_predict(est, X, y, cv=cv)
-            print(f"Cross Validation Accuracy = {100.0 * float(np.mean(pred == y)):g}%")
-            return 0
-        est.fit(X, y)
-        save_libsvm_model(est, model_file)
-    except (ValueError, MemoryError) as exc:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            if opt["folds"]:
+                pred = _cross_validate(est, X, y, opt["folds"])
+            else:
+                est.fit(X, y)
+                est._label_order = _libsvm_label_order(est.classes_, y)
+                try:
+                    save_libsvm_model(est, model_file)
+                except OSError as exc:
+                    print(f"gpusvm train: can't save model to file {model_file}: {exc}", file=sys.stderr)
+                    return 1
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                if not opt["quiet"]:
+                    print("WARNING: reaching max number of iterations")
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    except (ValueError, MemoryError, RuntimeError) as exc:
         print(f"gpusvm train: {exc}", file=sys.stderr)
         return 1
+    if opt["folds"]:
+        print(f"Cross Validation Accuracy = {100.0 * float(np.mean(pred == y)):g}%")
+        return 0
     if not opt["quiet"]:
         print(f"optimization finished, #iter = {int(sum(est.n_iter_))}")
         print(f"nSV = {int(sum(est.n_support_))}, obj = " + ", ".join(f"{-o:g}" for o in est.objective_)
               + " (as LIBSVM: minus the dual objective)")
         print(f"model written to {model_file}")
     return 0
+
+
+def _libsvm_label_order(classes, y):
+    """svm-train's label order, as indices into the sorted ``classes``: as the labels first appear in the
+    training file, except that a two-class problem with labels -1 and +1 lists +1 first."""
+    import numpy as np
+
+    _, first = np.unique(y, return_index=True)
+    order = np.argsort(first, kind="stable")
+    if len(classes) == 2 and classes[order[0]] == -1 and classes[order[1]] == 1:
+        order = order[::-1].copy()
+    return order
+
+
+def _libsvm_folds(y, n_folds, rng):
+    """svm-train -v's folds (fold number per sample): each class's samples shuffled and cut into
+    ``n_folds`` consecutive runs of sizes differing by at most one (so a class smaller than ``n_folds``
+    is absent from some folds); with more folds than samples, leave-one-out, as svm-train."""
+    import numpy as np
+
+    n = len(y)
+    fold = np.empty(n, dtype=np.int64)
+    if n_folds >= n:
+        fold[rng.permutation(n)] = np.arange(n)
+        return fold
+    for c in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == c))
+        cuts = (np.arange(n_folds + 1) * len(members)) // n_folds
+        for f in range(n_folds):
+            fold[members[cuts[f]:cuts[f + 1]]] = f
+    return fold
+
+
+def _cross_validate(est, X, y, n_folds):
+    """svm-train -v: the prediction of every sample by the model trained on the other folds (a training
+    part of a single class predicts that class, as LIBSVM's one-class models; -b 1: the class of the
+    largest probability, as LIBSVM)."""
+    import numpy as np
+    from sklearn.base import clone
+
+    n = int(X.shape[0])
+    if n_folds > n:
+        print("WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross "
+              "validation)", file=sys.stderr)
+        n_folds = n
+    fold = _libsvm_folds(y, n_folds, np.random.default_rng(0))
+    pred = np.empty_like(y)
+    for f in range(n_folds):
+        test = np.flatnonzero(fold == f)
+        if not test.size:
+            continue
+        train = np.flatnonzero(fold != f)
+        if np.unique(y[train]).size < 2:
+            pred[test] = y[train[0]]
+            continue
+        m = clone(est).fit(X[train], y[train])
+        if est.probability:
+            pred[test] = m.classes_[np.argmax(np.asarray(m.predict_proba(X[test])), axis=1)]
+        else:
+            pred[test] = np.asarray(m.predict(X[test]))
+    return pred
 
 
 def parse_predict_args(args):
@@ -269,15 +355,20 @@ def predict_main(args) -> int:
             pred = np.asarray(model.predict(X))
             if model.probability and not opt["quiet"]:
                 print("Model supports probability estimates, but disabled in prediction.")
-    except (OSError, ValueError, UsageError) as exc:
+    except (OSError, ValueError, RuntimeError, UsageError) as exc:
         print(f"gpusvm predict: {exc}", file=sys.stderr)
         return 1
-    with open(out_file, "w", encoding="ascii") as fh:
-        if opt["probability"]:
-            fh.write("labels " + " ".join(str(int(v)) for v in labels) + "\n")
-            fh.write("".join(_label_text(p) + "".join(f" {q:g}" for q in row) + "\n" for p, row in zip(pred, proba)))
-        else:
-            fh.write("".join(_label_text(p) + "\n" for p in pred))
+    try:
+        with open(out_file, "w", encoding="ascii") as fh:
+            if opt["probability"]:
+                fh.write("labels " + " ".join(str(int(v)) for v in labels) + "\n")
+                fh.write("".join(_label_text(p) + "".join(f" {q:g}" for q in row) + "\n"
+                                 for p, row in zip(pred, proba)))
+            else:
+                fh.write("".join(_label_text(p) + "\n" for p in pred))
+    except OSError as exc:
+        print(f"gpusvm predict: can't open output file {out_file}: {exc}", file=sys.stderr)
+        return 1
     if not opt["quiet"]:
         correct = int(np.count_nonzero(pred == y))
         print(f"Accuracy = {100.0 * correct / max(len(y), 1):g}% ({correct}/{len(y)}) (classification)")

@@ -78,8 +78,10 @@ def ovo_decision_function(dec, n_classes, shape, lib):
     return to_input_library(dec, lib)
 
 
-def ovo_predict(dec, classes, lib):
-    """LIBSVM's one-vs-one vote (ties go to the lower class index), in the input's array library."""
+def ovo_predict(dec, classes, lib, tie_order=None):
+    """LIBSVM's one-vs-one vote, in the input's array library. Ties go to the lower class index, or with
+    ``tie_order`` (class indices, first preferred: a LIBSVM file's label order) to the class listed
+    first there, as LIBSVM's vote in its label order."""
     d = to_numpy(dec)
     k = len(classes)
     votes = np.zeros((d.shape[0], k), dtype=np.int64)
@@ -90,7 +92,10 @@ def ovo_predict(dec, classes, lib):
             votes[:, a] += pos
             votes[:, b] += ~pos
             p += 1
-    return to_input_library(classes[np.argmax(votes, axis=1)], lib)
+    if tie_order is None:
+        return to_input_library(classes[np.argmax(votes, axis=1)], lib)
+    tie_order = np.asarray(tie_order)
+    return to_input_library(classes[tie_order[np.argmax(votes[:, tie_order], axis=1)]], lib)
 
 
 def linear_pair_weights(be, pair_coef, sv, n_classes):

@@ -21,8 +21,11 @@ Conventions, as LIBSVM and scikit-learn:
   ``sum(coef * K(sv, x)) - rho``;
 * scikit-learn and gpusvm keep ``classes_`` sorted, while LIBSVM orders labels as they first appear in
   the training file. Loading permutes the classes into sorted order (a pair whose order flips gets its
-  coefficients and ``rho`` negated), so predictions are the same; only an exact tie of one-vs-one votes
-  can then be broken differently (LIBSVM: the label listed first in the file; gpusvm: the smallest);
+  coefficients and ``rho`` negated) and keeps the file's order for what depends on it: an exact tie of
+  one-vs-one votes goes to the label listed first in the file (as LIBSVM's; a model fitted in Python
+  gives it to the smallest label, as scikit-learn's), the probability coupling runs in that order, and
+  saving the model writes the labels in it again. ``gpusvm train`` gives its models LIBSVM's order;
+  other fitted models are written with sorted labels;
 * labels are written as integers, as LIBSVM does: a model whose classes are not integers cannot be
   saved in this format.
 
@@ -84,6 +87,40 @@ def _rows_to_pairs(rows, starts, k):
     return pair_coef
 
 
+def _permute_classes(pair_coef, pair_b, prob, n_support, perm):
+    """One model's pairs with its classes renumbered: new class ``c`` is old class ``perm[c]``.
+
+    ``pair_coef`` (n_pairs, n_SV) and ``pair_b`` (n_pairs,) are per pair (a, b), a < b, class a
+    positive, over the SVs grouped by class with ``n_support`` (k,) per class; ``prob`` is None or
+    (probA, probB). Returns the same four for the new numbering: the SV groups in the new class order,
+    and a pair whose order flips with its coefficients and bias negated (probA kept, probB negated:
+    P(a | f) = 1 - P(b | -f)). Also the SV permutation (new position -> old position)."""
+    k = len(perm)
+    n_support = np.asarray(n_support, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(n_support)])
+    index = {}
+    p = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            index[(a, b)] = p
+            p += 1
+    sv_perm = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in perm]).astype(np.int64)
+    coef, bias, pa, pb = [], [], [], []
+    for a in range(k):
+        for b in range(a + 1, k):
+            fa, fb = int(perm[a]), int(perm[b])
+            sign = 1.0 if fa < fb else -1.0
+            q = index[(min(fa, fb), max(fa, fb))]
+            coef.append(sign * pair_coef[q][sv_perm])
+            bias.append(sign * pair_b[q])
+            if prob is not None:
+                pa.append(prob[0][q])
+                pb.append(sign * prob[1][q])
+    new_prob = (np.asarray(pa, dtype=np.float64), np.asarray(pb, dtype=np.float64)) if prob is not None else None
+    return (np.asarray(coef).reshape(len(coef), -1), np.asarray(bias, dtype=np.float64), new_prob,
+            n_support[np.asarray(perm, dtype=np.int64)], sv_perm)
+
+
 def save_libsvm_model(model, path) -> None:
     """Write a fitted :class:`~gpusvm.SVC` as a LIBSVM model file.
 
@@ -120,6 +157,14 @@ def save_libsvm_model(model, path) -> None:
     pair_b = np.asarray(be.to_host(model._pair_b), dtype=np.float64)
     k = len(labels)
     n_support = np.asarray(model.n_support_, dtype=np.int64)
+    prob = None
+    if getattr(model, "probability", False) and np.size(getattr(model, "probA_", [])):
+        prob = (np.asarray(model.probA_, dtype=np.float64), np.asarray(model.probB_, dtype=np.float64))
+    order = getattr(model, "_label_order", None)  # LIBSVM's label order (read from a file, or gpusvm train)
+    if order is not None:
+        pair_coef, pair_b, prob, n_support, sv_perm = _permute_classes(pair_coef, pair_b, prob, n_support, order)
+        labels = [labels[int(c)] for c in order]
+        sv = sv[sv_perm]
     starts = np.concatenate([[0], np.cumsum(n_support)])
     n_sv = int(starts[-1])
     sv_coef = _pairs_to_rows(pair_coef, starts, k)
@@ -134,8 +179,8 @@ def save_libsvm_model(model, path) -> None:
         lines.append(f"coef0 {_g(model.coef0)}")
     lines += [f"nr_class {k}", f"total_sv {n_sv}", "rho " + " ".join(_g(r) for r in rho),
               "label " + " ".join(str(c) for c in labels)]
-    if getattr(model, "probability", False) and np.size(getattr(model, "probA_", [])):
-        lines += ["probA " + " ".join(_g(v) for v in model.probA_), "probB " + " ".join(_g(v) for v in model.probB_)]
+    if prob is not None:
+        lines += ["probA " + " ".join(_g(v) for v in prob[0]), "probB " + " ".join(_g(v) for v in prob[1])]
     lines += ["nr_sv " + " ".join(str(int(c)) for c in n_support), "SV"]
     import scipy.sparse as sps
 
@@ -166,8 +211,8 @@ def _parse_header(fh, path):
             continue
         if line == "SV":
             return header
-        key, _, value = line.partition(" ")
-        header[key] = value.split()
+        key, *value = line.split()  # (spaces or tabs, as LIBSVM's fscanf)
+        header[key] = value
     raise ValueError(f"{path}: not a LIBSVM model file (no 'SV' line ends the header).")
 
 
@@ -239,7 +284,10 @@ def _parse_model(path):
     except ValueError as exc:
         raise ValueError(f"{path}: bad number in the rho / label / nr_sv lines of the header.") from exc
     n_pairs = k * (k - 1) // 2
-    if k < 2 or rho.shape[0] != n_pairs or len(labels) != k or nr_sv.shape[0] != k:
+    if k < 2:
+        raise ValueError(f"{path}: nr_class {k}: LIBSVM writes such a model when its training file holds a single "
+                         "label (it predicts that label for every point); gpusvm's SVC needs at least two classes.")
+    if rho.shape[0] != n_pairs or len(labels) != k or nr_sv.shape[0] != k:
         raise ValueError(f"{path}: header inconsistent: nr_class {k} needs {n_pairs} rho values, {k} labels and "
                          f"{k} nr_sv counts; got {rho.shape[0]}, {len(labels)}, {nr_sv.shape[0]}.")
     if len(set(labels)) != k:
@@ -299,35 +347,14 @@ def _build_model(m, n_features, device):
     SV = np.zeros((total, n_features))
     SV[m["rows"], m["cols"]] = m["vals"]
 
-    # per-pair coefficients in the file's label order
+    # per-pair coefficients in the file's label order, then with the classes sorted
     starts = np.concatenate([[0], np.cumsum(nr_sv)])
-    file_coef = _rows_to_pairs(m["sv_coef"], starts, k)
-    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
-    file_pair = {ab: (file_coef[p], -m["rho"][p]) for p, ab in enumerate(pairs)}
-    file_prob = {ab: (m["prob"][0][p], m["prob"][1][p]) for p, ab in enumerate(pairs)} if m["prob"] else None
-    # into sorted class order: SVs grouped by sorted class, pairs (a', b') with a' < b'
     order = np.argsort(labels, kind="stable")  # order[new] = file position
-    sv_perm = np.concatenate([np.arange(starts[f], starts[f + 1]) for f in order])
-    pair_coef, pair_b, prob_a, prob_b = [], [], [], []
-    for a2 in range(k):
-        for b2 in range(a2 + 1, k):
-            fa, fb = int(order[a2]), int(order[b2])
-            if fa < fb:
-                coef, b = file_pair[(fa, fb)]
-                pa, pb = file_prob[(fa, fb)] if file_prob else (None, None)
-            else:  # the file's pair is (b2, a2): its positive class is our b2
-                coef, b = file_pair[(fb, fa)]
-                coef, b = -coef, -b
-                # P(a2 | f) = 1 - P(b2 | -f) = 1 / (1 + exp(A f - B))
-                pa, pb = (file_prob[(fb, fa)][0], -file_prob[(fb, fa)][1]) if file_prob else (None, None)
-            pair_coef.append(coef[sv_perm])
-            pair_b.append(b)
-            prob_a.append(pa)
-            prob_b.append(pb)
-    pair_coef = np.asarray(pair_coef)
-    pair_b = np.asarray(pair_b)
+    pair_coef, pair_b, file_prob, n_support, sv_perm = _permute_classes(
+        _rows_to_pairs(m["sv_coef"], starts, k), -m["rho"], m["prob"], nr_sv, order)
+    prob_a, prob_b = file_prob if file_prob is not None else ([], [])
     classes = np.asarray(sorted(labels))
-    n_support = nr_sv[order].astype(np.int32)
+    n_support = n_support.astype(np.int32)
     SV = SV[sv_perm]
 
     # scikit-learn's public dual_coef_ / intercept_ from the sorted-order pairs
@@ -355,10 +382,11 @@ def _build_model(m, n_features, device):
     est.n_iter_ = np.zeros(n_pairs, dtype=np.int32)
     est.objective_ = np.full(n_pairs, np.nan)
     est.fit_status_ = 0
-    est.probA_ = np.array(prob_a if file_prob else [], dtype=np.float64)
-    est.probB_ = np.array(prob_b if file_prob else [], dtype=np.float64)
-    if file_prob and np.any(order != np.arange(k)):
-        est._coupling_order = np.argsort(order)  # the file's classes, as sorted indices: LIBSVM couples so
+    est.probA_ = np.array(prob_a, dtype=np.float64)
+    est.probB_ = np.array(prob_b, dtype=np.float64)
+    if np.any(order != np.arange(k)):
+        # the file's classes, as sorted indices: LIBSVM votes and couples in this order, and a save keeps it
+        est._label_order = np.argsort(order)
     est.shape_fit_ = (0, n_features)
     est.n_features_in_ = n_features
     return est

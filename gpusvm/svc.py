@@ -504,9 +504,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         sv = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
         if precomputed:  # as sklearn: no vectors; prediction reads the columns support_ of its matrix
             sv = xp.empty((0, 0), dtype=xp.float64)
-        # state of an earlier fit that this one does not set: a callable's training rows, and the class
-        # order of a model read from a LIBSVM file (load_libsvm_model), which predict_proba would use
-        for name in ("_X_sv", "_coupling_order"):
+        # state of an earlier fit that this one does not set: a callable's training rows, and the LIBSVM
+        # label order of a model read from a file or trained by `gpusvm train` (votes, coupling, saving)
+        for name in ("_X_sv", "_label_order"):
             self.__dict__.pop(name, None)
         if callable(self.kernel):  # the training rows that prediction passes to the callable
             from sklearn.utils import _safe_indexing
@@ -647,7 +647,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         return ovo_decision_function(dec, len(self.classes_), self.decision_function_shape, lib)
 
     def predict(self, X):
-        """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index; see ``break_ties``).
+        """Class labels by LIBSVM's one-vs-one vote (ties go to the lower class index, or for a model read
+        from a LIBSVM file to the label listed first there, as LIBSVM's; see ``break_ties``).
 
         Parameters
         ----------
@@ -664,7 +665,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if self.break_ties and len(self.classes_) > 2:
             ovr = to_numpy(ovo_decision_function(dec, len(self.classes_), "ovr", lib))
             return to_input_library(self.classes_[np.argmax(ovr, axis=1)], lib)
-        return ovo_predict(dec, self.classes_, lib)
+        return ovo_predict(dec, self.classes_, lib, getattr(self, "_label_order", None))
 
     def _check_proba(self):
         if not self.probability:
@@ -689,7 +690,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if self.probA_.shape[0] != dec.shape[1]:
             raise NotFittedError("This SVC was fitted with probability=False; refit it with probability=True "
                                  "to use predict_proba.")
-        order = getattr(self, "_coupling_order", None)  # set by load_libsvm_model (see ovo_probabilities)
+        order = getattr(self, "_label_order", None)  # LIBSVM's label order (see ovo_probabilities)
         return to_input_library(ovo_probabilities(to_numpy(dec), self.probA_, self.probB_, order), lib)
 
     @available_if(_check_proba)

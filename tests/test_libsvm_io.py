@@ -337,3 +337,160 @@ def test_commands_report_missing_files(files, capsys):
     assert "nope" in capsys.readouterr().err
     assert main(["predict", str(d / "te")]) == 1
     assert "expected test_file model_file output_file" in capsys.readouterr().err
+
+
+# ---- LIBSVM's label order, ties, and svm-train's option rules ---------------------------------------
+def test_vote_ties_go_to_the_label_listed_first_in_the_file(tmp_path):
+    """Three equal votes: LIBSVM's svm-predict picks the first label of the file ("3"), as we now do; the
+    order survives a save, and a model fitted in Python keeps scikit-learn's rule (lowest class)."""
+    text = ("svm_type c_svc\nkernel_type linear\nnr_class 3\ntotal_sv 3\nrho -1 1 -1\nlabel 3 2 1\nnr_sv 1 1 1\n"
+            "SV\n0 0 1:1\n0 0 1:1\n0 0 1:1\n")
+    (tmp_path / "tie.m").write_text(text)
+    m = load_libsvm_model(tmp_path / "tie.m")
+    np.testing.assert_array_equal(m.classes_, [1, 2, 3])
+    assert m.predict(np.array([[0.5]]))[0] == 3
+    save_libsvm_model(m, tmp_path / "again.m")
+    assert "label 3 2 1" in (tmp_path / "again.m").read_text()
+    again = load_libsvm_model(tmp_path / "again.m")
+    assert again.predict(np.array([[0.5]]))[0] == 3
+    X = np.random.default_rng(3).normal(size=(20, 1))
+    np.testing.assert_allclose(again.decision_function(X), m.decision_function(X), rtol=0, atol=1e-15)
+    # the same pairs in sorted order, as a Python fit would hold them: the tie goes to class 1
+    m.__dict__.pop("_label_order")
+    assert m.predict(np.array([[0.5]]))[0] == 1
+
+
+@pytest.mark.parametrize("labels,expect", [([1, -1, 1], "1 -1"), ([-1, 1, 1], "1 -1"), ([5, -2, 7], "5 -2 7"),
+                                           ([2, 0, 1], "2 0 1")])
+def test_train_writes_labels_in_libsvm_order(tmp_path, labels, expect, capsys):
+    """svm-train lists labels as they first appear, except that -1/+1 data puts +1 first: scripts read
+    the sign of binary decision values and the columns of -b 1 output by that order."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(90, 3))
+    y = np.array([labels[i % 3] for i in range(90)])
+    X += np.searchsorted(np.unique(y), y)[:, None] * 1.5
+    dump_svmlight_file(X, y, str(tmp_path / "tr"), zero_based=False)
+    assert main(["train", "-q", "-b", "1", "-g", "0.5", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    assert f"label {expect}\n" in (tmp_path / "m").read_text()
+    ref = SVC(C=1.0, gamma=0.5, probability=True, random_state=0, device="cpu").fit(X, y)
+    loaded = load_libsvm_model(tmp_path / "m")
+    np.testing.assert_allclose(loaded.decision_function(X), ref.decision_function(X), rtol=1e-9, atol=1e-9)
+    assert main(["predict", "-b", "1", str(tmp_path / "tr"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
+    out = (tmp_path / "o").read_text().splitlines()
+    assert out[0] == f"labels {expect}"
+    order = [int(v) for v in expect.split()]
+    rows = np.array([[float(v) for v in ln.split()] for ln in out[1:]])
+    # (the coupling of more than two classes runs in the file's order, as LIBSVM's, so to its tolerance
+    # the probabilities differ from those of the sorted order)
+    proba = loaded.predict_proba(X)[:, np.searchsorted(loaded.classes_, order)]
+    np.testing.assert_allclose(rows[:, 1:], proba, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(proba, ref.predict_proba(X)[:, np.searchsorted(ref.classes_, order)], atol=5e-3)
+    try:
+        from libsvm import svmutil
+    except ImportError:
+        return
+    lib = svmutil.svm_train(y.tolist(), [{j + 1: float(v) for j, v in enumerate(r)} for r in X], "-g 0.5 -q")
+    svmutil.svm_save_model(str(tmp_path / "lib.m"), lib)
+    assert f"label {expect}\n" in (tmp_path / "lib.m").read_text()
+
+
+def test_libsvm_folds():
+    from gpusvm._cli_libsvm import _libsvm_folds
+
+    rng = np.random.default_rng(0)
+    y = np.array([0] * 11 + [1] * 3 + [2] * 6)
+    fold = _libsvm_folds(y, 4, rng)
+    for c in (0, 1, 2):
+        sizes = np.bincount(fold[y == c], minlength=4)
+        assert sizes.max() - sizes.min() <= 1 and sizes.sum() == np.sum(y == c)
+    np.testing.assert_array_equal(np.sort(_libsvm_folds(y, 20, rng)), np.arange(20))  # leave-one-out
+
+
+def test_train_cross_validation_with_more_folds_than_a_class_or_the_data(tmp_path, capsys):
+    """svm-train -v n runs when n exceeds a class's size (LIBSVM's folds simply miss that class) and, with
+    a warning, when n exceeds the number of samples (leave-one-out); a training part holding a single
+    class predicts it."""
+    X = np.array([[0.0], [0.1], [0.2], [1.0], [1.1], [1.2], [5.0]])
+    y = np.array([1, 1, 1, 2, 2, 2, 3])
+    dump_svmlight_file(X, y, str(tmp_path / "seven"), zero_based=False)
+    assert main(["train", "-q", "-v", "5", str(tmp_path / "seven")]) == 0
+    assert capsys.readouterr().out.startswith("Cross Validation Accuracy = ")
+    assert main(["train", "-q", "-v", "10", "-g", "2", str(tmp_path / "seven")]) == 0
+    cap = capsys.readouterr()
+    assert "Will use # folds = # data instead" in cap.err
+    # leave-one-out by hand: the class-3 point is never predicted right, the others always
+    assert cap.out.strip() == f"Cross Validation Accuracy = {100 * 6 / 7:g}%"
+
+
+def test_train_option_values_as_svm_train(files, capsys):
+    """-g 0 means 1/num_features, -d is ignored by the other kernels, a negative polynomial degree and
+    degree 0 are refused with a message, and labels are cast to integers as LIBSVM does."""
+    d, X, y = files
+    assert main(["train", "-q", "-g", "0", str(d / "tr"), str(d / "m")]) == 0
+    assert f"gamma {1 / 6!r}\n" in (d / "m").read_text()
+    for deg in ("0", "-1"):
+        assert main(["train", "-q", "-d", deg, str(d / "tr"), str(d / "m")]) == 0
+    assert main(["train", "-q", "-t", "1", "-d", "-1", str(d / "tr"), str(d / "m")]) == 1
+    assert "degree of polynomial kernel < 0" in capsys.readouterr().err
+    assert main(["train", "-q", "-t", "1", "-d", "0", str(d / "tr"), str(d / "m")]) == 1
+    assert "degree=0 makes the polynomial gram constant" in capsys.readouterr().err
+    dump_svmlight_file(X[:180], np.where(y[:180] > 0, 2.5, 0.0), str(d / "frac"), zero_based=False)
+    assert main(["train", "-q", str(d / "frac"), str(d / "m")]) == 0
+    assert "truncated to integers" in capsys.readouterr().err
+    assert "label 0 2\n" in (d / "m").read_text()
+
+
+def test_train_caps_iterations_as_svm_train(files, monkeypatch, capsys):
+    """max(10^7, 100 l) steps per binary problem, and LIBSVM's warning when a problem reaches it."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    import gpusvm.svc as svc_mod
+
+    d, _, _ = files
+    seen = []
+    real_fit = svc_mod.SVC.fit
+
+    def fit(self, *a, **k):
+        seen.append(self.max_iter)
+        warnings.warn("stopped early", ConvergenceWarning)
+        return real_fit(self, *a, **k)
+
+    monkeypatch.setattr(svc_mod.SVC, "fit", fit)
+    assert main(["train", str(d / "tr"), str(d / "m")]) == 0
+    assert seen == [10**7]
+    assert "WARNING: reaching max number of iterations" in capsys.readouterr().out
+    assert main(["train", "-q", str(d / "tr"), str(d / "m")]) == 0
+    assert "WARNING" not in capsys.readouterr().out
+
+
+def test_commands_report_unwritable_paths_and_unusable_devices(files, capsys):
+    from gpusvm import gpu_status
+
+    d, _, _ = files
+    assert main(["train", "-q", str(d / "tr"), str(d / "no" / "m")]) == 1
+    assert "can't save model to file" in capsys.readouterr().err
+    assert main(["train", "-q", str(d / "tr"), str(d / "m")]) == 0
+    assert main(["predict", str(d / "te"), str(d / "m"), str(d / "no" / "out")]) == 1
+    assert "can't open output file" in capsys.readouterr().err
+    if not gpu_status()[0]:
+        for args in (["train", "--device", "gpu", str(d / "tr"), str(d / "m")],
+                     ["predict", "--device", "gpu", str(d / "te"), str(d / "m"), str(d / "out")]):
+            assert main(args) == 1
+            assert "no GPU is usable" in capsys.readouterr().err
+
+
+def test_model_headers_with_tabs_and_one_class_models(tmp_path, iris):
+    X, y = iris
+    save_libsvm_model(SVC(gamma=0.5, device="cpu").fit(X, y), tmp_path / "m")
+    text = (tmp_path / "m").read_text()
+    (tmp_path / "tabs").write_text("\n".join(ln.replace(" ", "\t", 1) if not ln[0].isdigit() and ln[0] != "-"
+                                             else ln for ln in text.splitlines()) + "\n")
+    np.testing.assert_allclose(load_libsvm_model(tmp_path / "tabs").decision_function(X),
+                               load_libsvm_model(tmp_path / "m").decision_function(X), rtol=0, atol=0)
+    (tmp_path / "one").write_text("svm_type c_svc\nkernel_type rbf\ngamma 0.25\nnr_class 1\ntotal_sv 0\nrho\n"
+                                  "label 1\nnr_sv 0\nSV\n")
+    with pytest.raises(ValueError, match="nr_class 1: LIBSVM writes such a model when its training file holds a "
+                                         "single label"):
+        load_libsvm_model(tmp_path / "one")

@@ -208,9 +208,9 @@ def test_refit_drops_the_state_of_an_earlier_fit():
     assert not hasattr(m, "_X_sv")
     fresh = SVC(probability=True, random_state=0, device="cpu").fit(Xtr, ytr)
     m = SVC(probability=True, random_state=0, device="cpu")
-    m._coupling_order = np.array([2, 0, 1])  # what load_libsvm_model sets for a file with labels "3 1 2"
+    m._label_order = np.array([2, 0, 1])  # what load_libsvm_model sets for a file with labels "3 1 2"
     m.fit(Xtr, ytr)
-    assert not hasattr(m, "_coupling_order")
+    assert not hasattr(m, "_label_order")
     np.testing.assert_array_equal(m.predict_proba(Xte), fresh.predict_proba(Xte))
 
 
