@@ -18,6 +18,7 @@
 
 #define BSGD_THREADS 256
 #define BSGD_GREEDY_SHORTLIST 8  // = GREEDY_SHORTLIST of gpusvm/_backend/ops/bsgd.py (a test checks)
+#define BSGD_HEAVY_RATIO 1.5  // = HEAVY_RATIO of gpusvm/_backend/ops/bsgd.py (a test checks)
 
 template <typename T> __device__ __forceinline__ T bsgd_warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -170,16 +171,20 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
         // the n_merge - 1 best partners, increasing degradation, lower index on ties; "greedy" (code 2):
         // the BSGD_GREEDY_SHORTLIST (n_merge - 1) best, kept in work_h (its search values are not needed)
         const int n_pick = merge_code == 2 ? min(nsv - 1, BSGD_GREEDY_SHORTLIST * (n_merge - 1)) : n_merge - 1;
+        // "cascade-light" (code 3): at most one partner with |alpha| > BSGD_HEAVY_RATIO |alpha_first|
         int found = 0;
+        const T heavy_thr = (T)BSGD_HEAVY_RATIO * fabs(alpha[first]);
+        bool heavy_taken = false;
         for (int r = 0; r < n_pick; ++r) {
             T v = gpusvm_merge_inf<T>();
             int vi = -1;
             for (int j = tid; j < nsv; j += nt) {
                 T dj = work_deg[j];
-                if (dj < v) { v = dj; vi = j; }
+                if (dj < v && !(heavy_taken && fabs(alpha[j]) > heavy_thr)) { v = dj; vi = j; }
             }
             int best = bsgd_block_argmin<T>(v, vi, redv, redi);
             if (best < 0) break;
+            if (merge_code == 3 && fabs(alpha[best]) > heavy_thr) heavy_taken = true;
             if (tid == 0) {
                 if (merge_code == 2) work_h[found] = (T)best;
                 else partners[found] = best;
@@ -234,7 +239,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                     ++found;
                     __syncthreads();
                 }
-            } else if (merge_code == 0) {  // cascade: merge partners one after the other
+            } else if (merge_code == 0 || merge_code == 3) {  // cascade: merge partners one after the other
                 for (int q = 0; q < found; ++q) {
                     const int p = partners[q];
                     const T* xp = sv + (long long)p * d;

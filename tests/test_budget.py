@@ -90,6 +90,18 @@ def _ref_bsgd(X, y, order, lam, gamma, budget, n_merge, merge, n_gss=10, n_gd=10
                     d2 = _sqdist(sv[first], sv[j])
                     degs.append(_ref_golden(alpha[first], alpha[j], gamma * d2, n_gss)[2])
             partners = [int(j) for j in np.argsort(degs, kind="stable")[: n_merge - 1] if np.isfinite(degs[j])]
+            if merge == "cascade-light":  # the best partners, but at most one heavy (|alpha| > 1.5 |alpha_first|)
+                from gpusvm._backend.ops.bsgd import HEAVY_RATIO
+
+                def heavy(j):
+                    return abs(alpha[j]) > HEAVY_RATIO * abs(alpha[first])
+
+                partners = []
+                for j in np.argsort(degs, kind="stable"):
+                    if len(partners) == n_merge - 1 or not np.isfinite(degs[j]):
+                        break
+                    if not (heavy(j) and any(heavy(p) for p in partners)):
+                        partners.append(int(j))
             if not partners:
                 sv[first], alpha[first] = sv[-1], alpha[-1]
                 sv.pop(), alpha.pop()
@@ -112,7 +124,7 @@ def _ref_bsgd(X, y, order, lam, gamma, budget, n_merge, merge, n_gss=10, n_gd=10
                         break
                     partners.append(best)
                     z, az = bh * z + (1 - bh) * sv[best], baz
-            elif merge == "cascade":
+            elif merge in ("cascade", "cascade-light"):
                 for p in partners:
                     d2 = _sqdist(z, sv[p])
                     h, az, _ = _ref_golden(az, alpha[p], gamma * d2, n_gss)
@@ -255,12 +267,17 @@ def _small_problem(n=240, seed=0):
 
 
 @pytest.mark.parametrize("n_merge,merge", [(2, "cascade"), (3, "cascade"), (4, "gradient"), (3, "greedy"),
-                                           (5, "greedy")])
+                                           (5, "greedy"), (3, "cascade-light"), (5, "cascade-light")])
 def test_compiled_loop_matches_python_reference(n_merge, merge):
     X, y = _small_problem()
-    C, gamma, budget = 4.0, 4.0, 12
+    # (C = 32 for cascade-light: there its partner rule changes the model, checked below)
+    C, gamma, budget = (32.0 if merge == "cascade-light" else 4.0), 4.0, 12
     est = BudgetSVC(C=C, gamma=gamma, budget=budget, n_merge=n_merge, merge=merge, random_state=3, device="cpu")
     est.fit(X, y)
+    if merge == "cascade-light":
+        plain = BudgetSVC(C=C, gamma=gamma, budget=budget, n_merge=n_merge, random_state=3, device="cpu").fit(X, y)
+        assert plain.support_vectors_.shape != est.support_vectors_.shape or not np.allclose(
+            plain.dual_coef_, est.dual_coef_)
     order = np.random.RandomState(3).permutation(len(y))
     sv_r, a_r = _ref_bsgd(X, y, order, 1.0 / (len(y) * C), gamma, budget, n_merge, merge)
     assert est.n_merges_ >= 5  # the budget was really maintained
@@ -471,7 +488,7 @@ def test_string_labels_and_gamma_scale():
     (dict(epochs=0), r"'epochs' parameter of BudgetSVC must be an int in the range \[1, inf\)\. Got 0"),
     (dict(epochs=1.5), r"'epochs'"),
     (dict(C=-1), r"'C' parameter of BudgetSVC must be a float in the range \(0.0, inf\)\. Got -1"),
-    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'gradient', 'greedy'\]"),
+    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'cascade-light', 'gradient', 'greedy'\]"),
     (dict(gamma=0.0), r"'gamma'"),
     (dict(gamma="big"), r"'gamma'"),
 ])
@@ -580,7 +597,8 @@ def test_cpu_gpu_training_agree(gpu_backend):
     import cupy as cp
 
     X, y = _small_problem(n=2000, seed=7)
-    for budget, M, merge in [(5000, 2, "cascade"), (50, 3, "cascade"), (50, 4, "gradient"), (50, 4, "greedy")]:
+    for budget, M, merge in [(5000, 2, "cascade"), (50, 3, "cascade"), (50, 4, "gradient"), (50, 4, "greedy"),
+                             (50, 3, "cascade-light")]:
         kw = dict(C=8, gamma=8, budget=budget, n_merge=M, merge=merge, random_state=0)
         a = BudgetSVC(device="cpu", **kw).fit(X, y)
         b = BudgetSVC(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
@@ -593,6 +611,9 @@ def test_cpu_gpu_training_agree(gpu_backend):
         else:  # merges: the runs may part at a near-tie but stay close
             assert np.corrcoef(da, db)[0, 1] > 0.98
             assert abs(a.n_merges_ - b.n_merges_) <= 0.05 * a.n_merges_ + 2
+        if merge == "cascade-light":  # the kernel applies the partner rule: nearer the CPU's light model
+            plain = BudgetSVC(device="cpu", **{**kw, "merge": "cascade"}).fit(X, y).decision_function(X)
+            assert np.abs(db - da).max() < 0.5 * np.abs(db - plain).max()
         assert 0.0 <= b.merge_time_fraction_ < 1.0
 
 
@@ -642,6 +663,9 @@ def test_greedy_shortlist_size_is_the_same_in_the_cuda_kernel():
 
     src = (Path(__file__).resolve().parents[1] / "kernels" / "bsgd.cu").read_text()
     assert int(re.search(r"#define BSGD_GREEDY_SHORTLIST (\d+)", src).group(1)) == GREEDY_SHORTLIST
+    from gpusvm._backend.ops.bsgd import HEAVY_RATIO
+
+    assert float(re.search(r"#define BSGD_HEAVY_RATIO ([\d.]+)", src).group(1)) == HEAVY_RATIO
 
 
 def test_columns_from_csr_equal_columns_from_dense(rng):

@@ -27,6 +27,13 @@ ties); every other SV of the same sign is scored by the degradation of merging i
   92.8% and 94.9 / 94.9%; 4 (M-1): 93.0 / 92.6% and 95.3 / 94.7%). It costs speed: up to
   GREEDY_SHORTLIST (M-1)^2 extra golden-section searches per maintenance, so at M=10 or small budgets it
   is slower than M=2 (benchmarks/results/budget_greedy_cpu.md);
+* "cascade-light" (ours): the cascade, but among the partners at most one heavy SV (|alpha| >
+  ``HEAVY_RATIO`` |alpha_first|, i.e. one that is itself a merge): a second heavy candidate is passed
+  over for the next light one (``smallest_k_one_heavy`` of :mod:`.merge`). Why, measured on ijcnn1 B=124 M=3 (7 seeds):
+  the cascade degraded the weight by 2.63 new-SV units alpha^2 per maintenance against 0.12 at M=2,
+  most of it in the 12-21% of maintenances whose second merge joined two heavy SVs (10-28 units each,
+  against 0.4-1 with a light second partner). Same single search, same M-1 partners where enough
+  light ones exist; the search's cost is unchanged;
 * "gradient" (MM-GD, Algorithm 2): merged all at once: z starts at the alpha-weighted mean of the M
   points and climbs g(z) = sum_i a_i k(x_i, z) (a_z = g(z) is the best coefficient and the degradation
   is ||w_M||^2 - g(z)^2) by gradient steps with the step size 1 / (2 gamma g(z)), i.e. the fixed-point
@@ -65,10 +72,14 @@ from ..base import register_op
 # Numba's on-disk cache of this module's functions is keyed on THIS file only: after editing merge.py,
 # delete gpusvm/_backend/ops/__pycache__/*.nb[ic] (or touch this file), or the loop keeps the old merge.
 from .merge import (DEFAULT_N_GSS, GSS_AJ, GSS_BATCH, GSS_DEG, GSS_G, argmin_abs, exp_neg_vec, golden_merge,
-                    golden_merge_batch, gss_workspace, merge_search_nb, smallest_k, sqdist)
+                    golden_merge_batch, gss_workspace, merge_search_nb, smallest_k,
+                    smallest_k_one_heavy, sqdist)
 
-MERGE_CODES = {"cascade": 0, "gradient": 1, "greedy": 2}
+MERGE_CODES = {"cascade": 0, "gradient": 1, "greedy": 2, "cascade-light": 3}
 GREEDY_SHORTLIST = 8  # merge="greedy": shortlisted partners per merged partner (see the module docstring)
+# merge="cascade-light": at most one partner with |alpha| > HEAVY_RATIO |alpha_first| (smallest_k_one_heavy);
+# kernels/bsgd.cu holds the same value (BSGD_HEAVY_RATIO)
+HEAVY_RATIO = 1.5
 GPU_COLUMNS_MIN_FEATURES = 32  # the GPU loop's margin="auto" takes the column form from here on
 
 
@@ -128,7 +139,10 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
     # the M - 1 best partners; greedy: a shortlist of the GREEDY_SHORTLIST * (M - 1) best (as the kernel)
     n_pick = min(n_sv - 1, GREEDY_SHORTLIST * (n_merge - 1)) if merge_code == 2 else n_merge - 1
     cand = np.empty(max(1, n_pick), dtype=np.int64) if merge_code == 2 else partners
-    found = smallest_k(deg, n_sv, n_pick, cand)
+    if merge_code == 3:  # cascade-light: at most one heavy partner (see the module docstring)
+        found = smallest_k_one_heavy(deg, n_sv, n_pick, cand, alpha, HEAVY_RATIO * abs(alpha[first]))
+    else:
+        found = smallest_k(deg, n_sv, n_pick, cand)
     if found == 0:  # no same-sign SV: remove the first candidate
         dg = alpha[first] * alpha[first] if track else 0.0
         last = n_sv - 1
@@ -178,7 +192,7 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
                 z[k] = h * z[k] + (1.0 - h) * sv[p, k]
             partners[found] = p
             found += 1
-    elif merge_code == 0:  # cascade
+    elif merge_code == 0 or merge_code == 3:  # cascade (3: its partners by smallest_k_one_heavy)
         for q in range(found):
             p = partners[q]
             d2 = sqdist(z, sv[p])

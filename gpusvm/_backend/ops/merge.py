@@ -381,13 +381,21 @@ def smallest_k(deg, n, k, out):
     """Indices of the ``k`` smallest finite ``deg[:n]`` in increasing order (ties: lower index first)
     written to ``out``; returns how many were found (fewer when fewer are finite). Repeated argmin,
     the same rule as the GPU's block reductions. ``deg`` is left unchanged."""
+    return smallest_k_one_heavy(deg, n, k, out, deg, np.inf)
+
+
+@numba.njit(cache=True)
+def smallest_k_one_heavy(deg, n, k, out, alpha, thr):
+    """:func:`smallest_k`, except that at most one index j with |alpha[j]| > thr is taken: once one is,
+    the others are passed over (merge="cascade-light"; thr = inf: no limit)."""
     found = 0
+    heavy = False
     for r in range(k):
         best = -1
         bv = np.inf
         for j in range(n):
             v = deg[j]
-            if v < bv:
+            if v < bv and not (heavy and abs(alpha[j]) > thr):
                 taken = False
                 for q in range(found):
                     if out[q] == j:
@@ -400,6 +408,8 @@ def smallest_k(deg, n, k, out):
             break
         out[found] = best
         found += 1
+        if abs(alpha[best]) > thr:
+            heavy = True
     return found
 
 
