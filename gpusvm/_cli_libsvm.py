@@ -143,11 +143,14 @@ def parse_train_args(args):
 
 
 def _read(path):
-    """A LIBSVM data file (1-based indices, as LIBSVM reads it; .gz/.bz2/.xz too) -> (CSR X, y)."""
+    """A LIBSVM data file (.gz/.bz2/.xz too) -> (CSR X, y), column j holding feature index j: as LIBSVM,
+    which takes index 0 too (scikit-learn's dump_svmlight_file writes 0-based files by default), the
+    commands keep the indices as they are, so column 0 is empty for the usual 1-based files (no gram
+    sees an all-zero feature) and model files carry the same indices as the data."""
     from .datasets import load_svmlight
 
     try:
-        return load_svmlight(path, zero_based=False)
+        return load_svmlight(path, zero_based=True)
     except (OSError, ValueError) as exc:
         raise UsageError(f"can't read {path}: {exc}") from None
 
@@ -183,8 +186,8 @@ def train_main(args) -> int:
     if kernel == "poly" and opt["degree"] < 0:
         print("gpusvm train: degree of polynomial kernel < 0", file=sys.stderr)
         return 1
-    # as svm-train: -g 0 (or no -g) means 1 / num_features
-    gamma = opt["gamma"] if opt["gamma"] else 1.0 / max(int(X.shape[1]), 1)
+    # as svm-train: -g 0 (or no -g) means 1 / num_features, num_features the largest feature index
+    gamma = opt["gamma"] if opt["gamma"] else 1.0 / max(int(X.shape[1]) - 1, 1)
     labels = np.trunc(y)  # svm-train casts labels to int
     if np.any(labels != y):
         print("WARNING: labels that are not integers are truncated to integers, as LIBSVM does", file=sys.stderr)
@@ -210,7 +213,7 @@ def train_main(args) -> int:
                 est.fit(X, y)
                 est._label_order = _libsvm_label_order(est.classes_, y)
                 try:
-                    save_libsvm_model(est, model_file)
+                    save_libsvm_model(est, model_file, _first_index=0)
                 except OSError as exc:
                     print(f"gpusvm train: can't save model to file {model_file}: {exc}", file=sys.stderr)
                     return 1
@@ -336,7 +339,7 @@ def predict_main(args) -> int:
     from .libsvm_io import _build_model, _parse_model
 
     try:
-        parsed = _parse_model(model_file)
+        parsed = _parse_model(model_file, first_index=0)
         X, y = _read(test_file)
         # as wide as the wider of the two: features the SVs never use still enter the gram (||x||^2)
         d = max(parsed["width"], int(X.shape[1]), 1)

@@ -121,7 +121,7 @@ def _permute_classes(pair_coef, pair_b, prob, n_support, perm):
             n_support[np.asarray(perm, dtype=np.int64)], sv_perm)
 
 
-def save_libsvm_model(model, path) -> None:
+def save_libsvm_model(model, path, *, _first_index=1) -> None:
     """Write a fitted :class:`~gpusvm.SVC` as a LIBSVM model file.
 
     Parameters
@@ -199,7 +199,7 @@ def save_libsvm_model(model, path) -> None:
         fh.write("\n".join(lines) + "\n")
         for i, (idx, val) in enumerate(rows):
             coefs = " ".join(_g(c) for c in sv_coef[:, i])
-            feats = " ".join(f"{int(j) + 1}:{_g(v)}" for j, v in zip(idx, val))
+            feats = " ".join(f"{int(j) + _first_index}:{_g(v)}" for j, v in zip(idx, val))
             fh.write(f"{coefs} {feats}\n" if feats else f"{coefs} \n")
 
 
@@ -249,9 +249,11 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     return _build_model(_parse_model(path), n_features, device)
 
 
-def _parse_model(path):
+def _parse_model(path, first_index=1):
     """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
-    entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator."""
+    entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator.
+    Feature index ``first_index`` is column 0 (``gpusvm train`` / ``predict`` use 0: column = index,
+    as LIBSVM, which also takes index 0)."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
         header = _parse_header(fh, path)
@@ -316,13 +318,13 @@ def _parse_model(path):
             for t in tok[k - 1:]:
                 j, _, v = t.partition(":")
                 rows.append(i)
-                cols.append(int(j) - 1)
+                cols.append(int(j) - first_index)
                 vals.append(float(v))
         except ValueError as exc:
             raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
     cols_a = np.asarray(cols, dtype=np.int64)
     if cols_a.size and cols_a.min() < 0:
-        raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + 1}.")
+        raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + first_index}.")
     return {"path": path, "kernel": kernel, "gamma": one("gamma", float, required=kernel != "linear"),
             "degree": one("degree", int, required=False), "coef0": one("coef0", float, required=False),
             "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef, "prob": prob,

@@ -494,3 +494,33 @@ def test_model_headers_with_tabs_and_one_class_models(tmp_path, iris):
     with pytest.raises(ValueError, match="nr_class 1: LIBSVM writes such a model when its training file holds a "
                                          "single label"):
         load_libsvm_model(tmp_path / "one")
+
+
+def test_commands_take_feature_index_zero(tmp_path, capsys):
+    """scikit-learn's dump_svmlight_file writes 0-based files by default; LIBSVM reads index 0 as one more
+    feature, and so do the commands: the model file keeps the data's indices ("0:"), the predictions are
+    those of a fit on the same columns, and LIBSVM itself (where installed) reads our model."""
+    X, y = make_classification(150, 5, random_state=2)
+    y = np.where(y == 1, 1, -1)
+    dump_svmlight_file(X, y, str(tmp_path / "zero"))  # zero_based=True: indices 0..4
+    assert "0:" in (tmp_path / "zero").read_text()
+    assert main(["train", "-q", str(tmp_path / "zero"), str(tmp_path / "m")]) == 0
+    text = (tmp_path / "m").read_text()
+    assert f"gamma {1 / 4!r}\n" in text  # 1 / (largest index), as svm-train
+    assert " 0:" in text
+    assert main(["predict", "-q", str(tmp_path / "zero"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
+    pred = np.array([int(v) for v in (tmp_path / "o").read_text().split()])
+    np.testing.assert_array_equal(pred, SVC(gamma=0.25, device="cpu").fit(X, y).predict(X))
+    # and a 1-based file gives the model it gave before (indices 1.., the gamma of its width)
+    dump_svmlight_file(X, y, str(tmp_path / "one"), zero_based=False)
+    assert main(["train", "-q", str(tmp_path / "one"), str(tmp_path / "m1")]) == 0
+    assert f"gamma {1 / 5!r}\n" in (tmp_path / "m1").read_text()
+    assert " 0:" not in (tmp_path / "m1").read_text()
+    try:
+        from libsvm import svmutil
+    except ImportError:
+        return
+    yl, xl = svmutil.svm_read_problem(str(tmp_path / "zero"))
+    lib = svmutil.svm_load_model(str(tmp_path / "m"))
+    p_lib, _, _ = svmutil.svm_predict(yl, xl, lib, "-q")
+    np.testing.assert_array_equal(np.asarray(p_lib, dtype=int), pred)
