@@ -291,6 +291,7 @@ def _cross_validate(est, X, y, n_folds):
             pred[test] = y[train[0]]
             continue
         m = clone(est).fit(X[train], y[train])
+        m._label_order = _libsvm_label_order(m.classes_, y[train])  # (vote ties, coupling: as svm-train's)
         if est.probability:
             pred[test] = m.classes_[np.argmax(np.asarray(m.predict_proba(X[test])), axis=1)]
         else:
