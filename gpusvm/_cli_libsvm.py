@@ -204,6 +204,18 @@ def train_main(args) -> int:
               solver=opt["solver"], device=opt["device"], deduplicate=opt["deduplicate"],
               shrinking=opt.get("shrinking", True), probability=bool(opt.get("probability")),
               max_iter=max(10**7, 100 * int(X.shape[0])), random_state=0)
+    if not opt["folds"] and np.unique(y).size == 1:  # as svm-train: a model that predicts that label
+        from .libsvm_io import one_class_model_text
+
+        if not opt["quiet"]:
+            print("WARNING: training data in only one class. See README for details.")
+        try:
+            with open(model_file, "w", encoding="ascii") as fh:
+                fh.write(one_class_model_text(y[0], kernel, gamma, opt["degree"], opt["coef0"]))
+        except OSError as exc:
+            print(f"gpusvm train: can't save model to file {model_file}: {exc}", file=sys.stderr)
+            return 1
+        return 0
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
@@ -340,8 +352,14 @@ def predict_main(args) -> int:
     from .libsvm_io import _build_model, _parse_model
 
     try:
-        parsed = _parse_model(model_file, first_index=0)
+        parsed = _parse_model(model_file, first_index=0, one_class=True)
         X, y = _read(test_file)
+        if parsed["k"] == 1:  # svm-train's model of a single label: that label for every point
+            if opt["probability"]:
+                raise UsageError(f"{model_file}: the model does not support probability estimates (it holds a "
+                                 "single class)")
+            pred = np.full(int(X.shape[0]), float(parsed["labels"][0]))
+            return _write_predictions(out_file, pred, None, None, y, opt)
         # as wide as the wider of the two: features the SVs never use still enter the gram (||x||^2)
         d = max(parsed["width"], int(X.shape[1]), 1)
         if X.shape[1] < d:
@@ -362,9 +380,17 @@ def predict_main(args) -> int:
     except (OSError, ValueError, RuntimeError, UsageError) as exc:
         print(f"gpusvm predict: {exc}", file=sys.stderr)
         return 1
+    return _write_predictions(out_file, pred, labels if opt["probability"] else None,
+                              proba if opt["probability"] else None, y, opt)
+
+
+def _write_predictions(out_file, pred, labels, proba, y, opt):
+    """svm-predict's output file (with ``labels``: its -b 1 layout) and accuracy line; the exit code."""
+    import numpy as np
+
     try:
         with open(out_file, "w", encoding="ascii") as fh:
-            if opt["probability"]:
+            if labels is not None:
                 fh.write("labels " + " ".join(str(int(v)) for v in labels) + "\n")
                 fh.write("".join(_label_text(p) + "".join(f" {q:g}" for q in row) + "\n"
                                  for p, row in zip(pred, proba)))

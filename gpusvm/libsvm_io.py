@@ -203,6 +203,19 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
             fh.write(f"{coefs} {feats}\n" if feats else f"{coefs} \n")
 
 
+def one_class_model_text(label, kernel, gamma, degree, coef0):
+    """The model svm-train writes for a training file of a single label: no support vectors; it
+    predicts ``label`` for every point."""
+    lines = ["svm_type c_svc", f"kernel_type {_KERNEL_NAMES[kernel]}"]
+    if kernel == "poly":
+        lines.append(f"degree {int(degree)}")
+    if kernel in ("poly", "rbf", "sigmoid"):
+        lines.append(f"gamma {_g(gamma)}")
+    if kernel in ("poly", "sigmoid"):
+        lines.append(f"coef0 {_g(coef0)}")
+    return "\n".join(lines + ["nr_class 1", "total_sv 0", "rho", f"label {int(label)}", "nr_sv 0", "SV"]) + "\n"
+
+
 def _parse_header(fh, path):
     header = {}
     for raw in fh:
@@ -249,11 +262,12 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     return _build_model(_parse_model(path), n_features, device)
 
 
-def _parse_model(path, first_index=1):
+def _parse_model(path, first_index=1, one_class=False):
     """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
     entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator.
     Feature index ``first_index`` is column 0 (``gpusvm train`` / ``predict`` use 0: column = index,
-    as LIBSVM, which also takes index 0)."""
+    as LIBSVM, which also takes index 0). ``one_class``: a model of one label (``nr_class 1``, what
+    svm-train writes for a training file of a single label) gives ``{"k": 1, "labels": [label]}``."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
         header = _parse_header(fh, path)
@@ -286,6 +300,8 @@ def _parse_model(path, first_index=1):
     except ValueError as exc:
         raise ValueError(f"{path}: bad number in the rho / label / nr_sv lines of the header.") from exc
     n_pairs = k * (k - 1) // 2
+    if k == 1 and one_class and len(labels) == 1 and total == 0:
+        return {"path": path, "k": 1, "labels": labels, "prob": None}
     if k < 2:
         raise ValueError(f"{path}: nr_class {k}: LIBSVM writes such a model when its training file holds a single "
                          "label (it predicts that label for every point); gpusvm's SVC needs at least two classes.")
