@@ -169,14 +169,7 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
     n_sv = int(starts[-1])
     sv_coef = _pairs_to_rows(pair_coef, starts, k)
     rho = -pair_b
-    kern = model.kernel
-    lines = ["svm_type c_svc", f"kernel_type {_KERNEL_NAMES[kern]}"]
-    if kern == "poly":
-        lines.append(f"degree {int(model.degree)}")
-    if kern in ("poly", "rbf", "sigmoid"):
-        lines.append(f"gamma {_g(model._gamma)}")
-    if kern in ("poly", "sigmoid"):
-        lines.append(f"coef0 {_g(model.coef0)}")
+    lines = _header_start(model.kernel, model._gamma, model.degree, model.coef0)
     lines += [f"nr_class {k}", f"total_sv {n_sv}", "rho " + " ".join(_g(r) for r in rho),
               "label " + " ".join(str(c) for c in labels)]
     if prob is not None:
@@ -203,9 +196,8 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
             fh.write(f"{coefs} {feats}\n" if feats else f"{coefs} \n")
 
 
-def one_class_model_text(label, kernel, gamma, degree, coef0):
-    """The model svm-train writes for a training file of a single label: no support vectors; it
-    predicts ``label`` for every point."""
+def _header_start(kernel, gamma, degree, coef0):
+    """The first lines of a model file: its type and the gram's parameters (those the gram uses)."""
     lines = ["svm_type c_svc", f"kernel_type {_KERNEL_NAMES[kernel]}"]
     if kernel == "poly":
         lines.append(f"degree {int(degree)}")
@@ -213,6 +205,13 @@ def one_class_model_text(label, kernel, gamma, degree, coef0):
         lines.append(f"gamma {_g(gamma)}")
     if kernel in ("poly", "sigmoid"):
         lines.append(f"coef0 {_g(coef0)}")
+    return lines
+
+
+def one_class_model_text(label, kernel, gamma, degree, coef0):
+    """The model svm-train writes for a training file of a single label: no support vectors; it
+    predicts ``label`` for every point."""
+    lines = _header_start(kernel, gamma, degree, coef0)
     return "\n".join(lines + ["nr_class 1", "total_sv 0", "rho", f"label {int(label)}", "nr_sv 0", "SV"]) + "\n"
 
 
