@@ -51,11 +51,14 @@ class GramSpec:
             raise ValueError(f"The 'gamma' parameter must be a float in the range (0.0, inf). Got {self.gamma!r} instead.")
         if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or not math.isfinite(self.coef0):
             raise ValueError(f"The 'coef0' parameter must be a finite float. Got {self.coef0!r} instead.")
-        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
-            raise ValueError(f"The 'degree' parameter must be an int in the range [1, inf). Got {self.degree!r} instead.")
+        low = 1 if self.kind == "poly" else 0  # (only the polynomial gram uses the degree)
+        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < low:
+            raise ValueError(f"The 'degree' parameter must be an int in the range [{low}, inf). Got {self.degree!r} "
+                             "instead.")
         object.__setattr__(self, "gamma", float(self.gamma))
         object.__setattr__(self, "coef0", float(self.coef0))
-        object.__setattr__(self, "degree", int(self.degree))
+        # the other grams ignore it: one value for them, so their specs compare equal whatever the degree
+        object.__setattr__(self, "degree", int(self.degree) if self.kind == "poly" else 3)
 
     @property
     def code(self) -> int:

@@ -48,6 +48,16 @@ def check_scalar(value, name, owner, *, kind="float", low=None, high=None, low_o
     return value
 
 
+def check_degree(degree, kernel, owner):
+    """``degree`` as scikit-learn's SVC takes it: any int >= 0 (only the polynomial gram uses it), except
+    that a polynomial gram of degree 0 is constant and is refused with a message saying so."""
+    check_scalar(degree, "degree", owner, kind="int", low=0)
+    if kernel == "poly" and degree == 0:
+        raise ValueError("degree=0 makes the polynomial gram constant ((gamma <x, y> + coef0)^0 = 1), so it "
+                         f"cannot separate the classes; {owner} needs degree >= 1 for kernel='poly'.")
+    return degree
+
+
 def check_options(value, name, owner, options):
     """Validate a string hyperparameter against its allowed values."""
     if not isinstance(value, str) or value not in options:

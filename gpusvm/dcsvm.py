@@ -19,8 +19,8 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
-                          check_X, to_numpy, weights_per_sample)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree,
+                          check_options, check_scalar, check_X, to_numpy, weights_per_sample)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -312,13 +312,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.C, "C", own, low=0.0, low_open=True)
         check_options(self.kernel, "kernel", own, _KERNELS)
         check_options(self.decision_function_shape, "decision_function_shape", own, ("ovr", "ovo"))
-        # as scikit-learn: any degree >= 0, used by the polynomial gram only, where 0 (a constant gram)
-        # is refused
-        check_scalar(self.degree, "degree", own, kind="int", low=0)
-        if self.kernel == "poly" and self.degree == 0:
-            raise ValueError("degree=0 makes the polynomial gram constant ((gamma <x, y> + coef0)^0 = 1), "
-                             "so it cannot separate the classes; DCSVC needs degree >= 1 for "
-                             "kernel='poly'.")
+        check_degree(self.degree, self.kernel, own)
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", own, ("scale", "auto"))
         else:
@@ -361,8 +355,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                              f"{self.solver!r} does not take; it takes {sorted(opts)}.")
 
     def _gram_spec(self, gamma):
-        degree = self.degree if self.kernel == "poly" else 3  # (other grams ignore it; GramSpec wants >= 1)
-        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=degree)
+        return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)
 
     def _rng(self):
         rs = self.random_state

@@ -22,8 +22,8 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from ._platt import ovo_probabilities, sigmoid_train
-from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
-                          to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_class_labels, check_class_weight, check_degree, check_options, check_scalar,
+                          check_X, to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["SVC"]
 
@@ -354,13 +354,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.C, "C", "SVC", low=0.0, low_open=True)
         if not callable(self.kernel):
             check_options(self.kernel, "kernel", "SVC", _KERNELS)
-        # as scikit-learn: any degree >= 0, used by the polynomial gram only, where 0 (a constant gram)
-        # is refused
-        check_scalar(self.degree, "degree", "SVC", kind="int", low=0)
-        if self.kernel == "poly" and self.degree == 0:
-            raise ValueError("degree=0 makes the polynomial gram constant ((gamma <x, y> + coef0)^0 = 1), "
-                             "so it cannot separate the classes; SVC needs degree >= 1 for "
-                             "kernel='poly'.")
+        check_degree(self.degree, self.kernel, "SVC")
         if isinstance(self.gamma, str):
             check_options(self.gamma, "gamma", "SVC", ("scale", "auto"))
         else:
@@ -393,8 +387,7 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def _gram_spec(self, gamma, matrix=None):
         kind = "precomputed" if callable(self.kernel) else self.kernel
-        degree = self.degree if kind == "poly" else 3  # (other grams ignore it; GramSpec wants >= 1)
-        return GramSpec(kind, gamma=gamma, coef0=self.coef0, degree=degree, matrix=matrix)
+        return GramSpec(kind, gamma=gamma, coef0=self.coef0, degree=self.degree, matrix=matrix)
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
