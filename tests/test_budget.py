@@ -488,7 +488,8 @@ def test_string_labels_and_gamma_scale():
     (dict(epochs=0), r"'epochs' parameter of BudgetSVC must be an int in the range \[1, inf\)\. Got 0"),
     (dict(epochs=1.5), r"'epochs'"),
     (dict(C=-1), r"'C' parameter of BudgetSVC must be a float in the range \(0.0, inf\)\. Got -1"),
-    (dict(merge="both"), r"'merge' parameter of BudgetSVC must be one of \['cascade', 'cascade-light', 'gradient', 'greedy'\]"),
+    (dict(merge="both"),
+     r"'merge' parameter of BudgetSVC must be one of \['cascade', 'cascade-light', 'gradient', 'greedy'\]"),
     (dict(gamma=0.0), r"'gamma'"),
     (dict(gamma="big"), r"'gamma'"),
 ])
