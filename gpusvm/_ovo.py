@@ -24,7 +24,8 @@ def ovo_pair_rows(keep, y_idx, classes):
             if by_class[a].shape[0] == 0 or by_class[b].shape[0] == 0:
                 ca, cb = classes[[a, b]].tolist()  # plain Python labels (NumPy 2 reprs its scalars as np.int64(1))
                 raise ValueError(f"After dropping zero-weight samples, classes {ca!r} and {cb!r} "
-                                 "do not both have samples with positive weight.")
+                                 "do not both have samples with positive weight (sample_weight times the "
+                                 "class's class_weight).")
             idx = np.concatenate([by_class[a], by_class[b]])
             out.append((a, b, idx, np.where(y_idx[idx] == a, 1.0, -1.0)))
     return out

@@ -100,6 +100,7 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
     if X is None:
         raise ValueError(f"Expected 2D array, got None instead for {name!r}{where}.")
     if array_library(X) == "numpy" and not sp.issparse(X) and not isinstance(X, np.ndarray):
+        X = _pandas_missing_to_nan(X)
         try:
             X = np.asarray(X)
         except ValueError as exc:
@@ -145,6 +146,40 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
     return X
 
 
+def _pandas_missing_to_nan(X):
+    """A data frame with pandas' nullable or other extension columns (``Float64``, ``Int64``, ``boolean``,
+    categorical) as a float64 array with ``pd.NA`` as NaN, so that missing values get the NaN error, not a
+    TypeError from converting ``pd.NA``; anything else (also frames that do not convert) unchanged."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "to_numpy") or getattr(X, "ndim", 0) != 2:
+        return X
+    if all(isinstance(dt, np.dtype) for dt in dtypes):
+        return X
+    try:
+        return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):  # strings or other non-numeric columns: the checks below say so
+        return X
+
+
+def _has_missing(y):
+    """True when an object or pandas label array holds None, NaN or ``pd.NA``."""
+    isna = getattr(y, "isna", None)
+    if callable(isna) and getattr(y, "ndim", 0) == 1:
+        return bool(isna().any())
+    y = np.asarray(y)
+    if y.dtype != object:
+        return False
+    for v in y.ravel():
+        if v is None or type(v).__name__ == "NAType":
+            return True
+        try:
+            if v != v:
+                return True
+        except TypeError:
+            return True
+    return False
+
+
 def check_y(y, n_samples, *, owner=None):
     """Validate labels on the host: 1-d, finite, ``n_samples`` long. Returns a NumPy array."""
     where = f" for {owner}" if owner else ""
@@ -174,6 +209,9 @@ def check_class_labels(y, n_samples, *, owner):
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
     if array_library(y) == "numpy":
+        if _has_missing(y):
+            raise ValueError(f"'y' for {owner} contains NaN or missing values (None, pd.NA); classification "
+                             "targets must all be labels.")
         y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
@@ -222,6 +260,17 @@ def class_weights(class_weight, classes, y, *, owner):
         if unknown:
             raise ValueError(f"The 'class_weight' parameter of {owner} has keys {sorted(unknown, key=str)} "
                              f"that are not classes of y {classes.tolist()}.")
+        bad = {}
+        for key, value in class_weight.items():
+            try:
+                ok = math.isfinite(float(value)) and float(value) >= 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                bad[key] = value
+        if bad:
+            raise ValueError(f"The 'class_weight' parameter of {owner} must map classes to finite weights >= 0; "
+                             f"got {bad!r}.")
     return np.asarray(compute_class_weight(class_weight, classes=classes, y=y), dtype=np.float64)
 
 

@@ -190,3 +190,48 @@ def test_degree_as_scikit_learn(name):
         Est(kernel="poly", degree=0, device="cpu", **kw).fit(X, y)
     with pytest.raises(ValueError, match="'degree' parameter"):
         Est(degree=-1, device="cpu", **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_pandas_missing_values_and_bad_class_weights_say_what(make):
+    """pandas' nullable columns: ``pd.NA`` in X is NaN (a ValueError saying so, as scikit-learn's, not the
+    TypeError of converting pd.NA), in y a missing label; without NA they give the float model. A
+    class_weight that is negative or not a number names class_weight (it used to blame zero sample
+    weights, or fit with NaN weights)."""
+    pd = pytest.importorskip("pandas")
+    X, y = _small_problem()
+    frame = pd.DataFrame(X).astype("Float64")
+    est = make().fit(frame, pd.Series(y, dtype="Int64"))
+    np.testing.assert_allclose(est.decision_function(frame), make().fit(X, y).decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+    frame.iloc[3, 1] = pd.NA
+    with pytest.raises(ValueError, match="'X'.* contains NaN"):
+        make().fit(frame, y)
+    with pytest.raises(ValueError, match="'X'.* contains NaN"):
+        est.predict(frame)
+    labels = pd.Series(y == 1, dtype="boolean")
+    labels[0] = pd.NA
+    with pytest.raises(ValueError, match="'y'.* contains NaN or missing values"):
+        make().fit(X, labels)
+    with pytest.raises(ValueError, match="'y'.* contains NaN or missing values"):
+        make().fit(X, np.array([None] + list(y[1:]), dtype=object))
+    for bad in (-1.0, np.nan, np.inf, "x"):
+        with pytest.raises(ValueError, match=r"'class_weight' parameter .* finite weights >= 0"):
+            make().set_params(class_weight={0: bad}).fit(X, y)
+
+
+def test_svc_verbose_prints_libsvm_summary(capsys):
+    """SVC(verbose=True) on the CPU's pair-at-a-time loop prints LIBSVM's summary of each binary solve
+    (scikit-learn's SVC prints the same lines, with the same numbers on this problem)."""
+    from sklearn.datasets import load_iris
+
+    from gpusvm import SVC
+
+    X, y = load_iris(return_X_y=True)
+    model = SVC(verbose=True).fit(X[50:], y[50:])
+    out = capsys.readouterr().out
+    assert f"optimization finished, #iter = {model.n_iter_[0]}" in out
+    # a binary model's signs are flipped as scikit-learn's (decision > 0 favours classes_[1]): intercept_ = rho
+    assert f"rho = {model.intercept_[0]:.6f}" in out
+    assert f"obj = {-model.objective_[0]:.6f}" in out
+    assert f"nSV = {model.support_.shape[0]}," in out

@@ -79,7 +79,13 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     alpha, G = out["alpha"], out["G"]
     info = dict(out["info"])
     info["decomposition"] = "pairwise"
-    return BinaryResult(alpha=alpha, b=bias(be, y, alpha, G, C), objective=dual_objective(be, alpha, G),
+    b, objective = bias(be, y, alpha, G, C), dual_objective(be, alpha, G)
+    if verbose:  # LIBSVM's summary (obj in its minimization form, rho = -b)
+        n_sv = int(be.xp.count_nonzero(alpha > 0))
+        n_bsv = int(be.xp.count_nonzero((alpha > 0) & (alpha >= C)))
+        print(f"optimization finished, #iter = {out['n_iter']}\nobj = {-objective:.6f}, rho = {-b:.6f}\n"
+              f"nSV = {n_sv}, nBSV = {n_bsv}", flush=True)
+    return BinaryResult(alpha=alpha, b=b, objective=objective,
                         n_iter=out["n_iter"], converged=out["converged"], gradient=G, info=info)
 
 
