@@ -187,7 +187,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Largest cluster the batched path takes (its Gram block, ``batch_max_size**2`` float32 values
         with the default ``gram_dtype``, is formed whole).
     executor : concurrent.futures.Executor, default=None
-        Where the subproblems run; None: in this process, one after the other. A
+        Where the subproblems run; None: in this process, one after the other. ``clone`` shares it with
+        the clone; pickling leaves it out (the unpickled model has ``executor=None``). A
         ``concurrent.futures.ThreadPoolExecutor`` solves them in parallel in this process (the SMO
         loop releases the GIL); on full ijcnn1 (2 cores, one run) the solved 16-cluster level took 0.24-0.25 s
         wall with 2 threads against 0.32-0.62 s in process, the same model. The top-level solve, most of
@@ -515,12 +516,20 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         avail = sorted(fitted) + ([0] if self.early_stop_level is None else [])
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
             # (a skipped refine solve is also in levels_; it is no level to predict with)
-            skipped = sorted({lv["level"] for lv in self.levels_ if lv.get("skipped") and lv["level"] != "refine"})
-            note = (f" Levels {skipped} were not solved on the way to the top (clusters smaller than "
-                    f"min_cluster_size={self.min_cluster_size} points on average, or a largest cluster of more than "
-                    f"max_cluster_share={self.max_cluster_share} of the points; see levels_; set "
-                    "early_stop_level, or min_cluster_size=0 and max_cluster_share=1.0, to keep every level)."
-                    if skipped else "")
+            recs = [lv for lv in self.levels_ if lv.get("skipped") and lv["level"] != "refine"]
+            skipped = sorted({lv["level"] for lv in recs})
+            reasons = {lv.get("skip_reason") for lv in recs}
+            why = {"small": (f"clusters smaller than min_cluster_size={self.min_cluster_size} points on average",
+                             "min_cluster_size=0"),
+                   "dominant": (f"a largest cluster of more than max_cluster_share={self.max_cluster_share} of "
+                                "the points", "max_cluster_share=1.0"),
+                   "sv_share": (f"a lower level left more than max_sv_share={self.max_sv_share} of the points "
+                                "as support vectors", "max_sv_share=1.0")}
+            causes = [why[r] for r in ("small", "dominant", "sv_share") if r in reasons]
+            note = (f" Levels {skipped} were not solved on the way to the top ("
+                    + "; or ".join(c[0] for c in causes) + "; see levels_; set early_stop_level"
+                    + (", or " + " and ".join(c[1] for c in causes) if causes else "")
+                    + ", to keep every level)." if skipped else "")
             raise ValueError(f"The 'level' parameter of DCSVC.predict must be one of the fitted levels "
                              f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.{note}")
         return int(level)
@@ -622,6 +631,24 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         return move_fitted(self, ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef",
                                   "_pair_b", "_level_models"), device)
+
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone`` (so GridSearchCV, cross_val_score): the clone shares the ``executor``, every
+        other parameter is cloned as scikit-learn clones it. scikit-learn deep-copies parameters that are not
+        estimators, which a thread or process pool or a dask client's executor does not allow."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        executor = params.pop("executor")
+        return type(self)(executor=executor, **{key: clone(value, safe=False) for key, value in params.items()})
+
+    def __getstate__(self):
+        """Pickling leaves the ``executor`` out (a pool cannot be pickled): an unpickled model, or one sent to
+        another process (GridSearchCV with n_jobs), has ``executor=None`` and fits in that process."""
+        state = super().__getstate__()
+        if state.get("executor") is not None:
+            state = {**state, "executor": None}
+        return state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -175,8 +175,13 @@ def test_asking_for_a_skipped_level_names_it_when_the_refine_was_skipped_too():
                 random_state=1).fit(X, y)
     skipped = [lv["level"] for lv in est.levels_ if lv.get("skipped")]
     assert 1 in skipped and "refine" in skipped  # the case (sv_share skips level 1, the refine is large)
-    with pytest.raises(ValueError, match=r"Levels \[1\] were not solved on the way to the top"):
+    with pytest.raises(ValueError, match=r"Levels \[1\] were not solved on the way to the top") as exc:
         est.predict(X[:5], level=1)
+    # the message names the rule that skipped it (it used to name min_cluster_size and max_cluster_share,
+    # which did not)
+    assert "max_sv_share=0.2 of the points as support vectors" in str(exc.value)
+    assert "or max_sv_share=1.0, to keep every level" in str(exc.value)
+    assert "min_cluster_size" not in str(exc.value) and "max_cluster_share" not in str(exc.value)
 
 
 def test_sparse_input_and_string_labels():
@@ -206,6 +211,29 @@ def test_thread_pool_executor_gives_the_in_process_alpha():
         else:
             assert la["objective"] == pytest.approx(lb["objective"], rel=1e-12)
 
+
+
+def test_executor_models_clone_cross_validate_and_pickle():
+    """clone shares the executor (scikit-learn deep-copied it, and a pool refuses that: TypeError "cannot
+    pickle '_queue.SimpleQueue' object", so cross_val_score and GridSearchCV failed); pickling leaves it
+    out, and the unpickled model predicts as the original."""
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    X, y = load_bundled("breast_cancer")
+    kw = dict(min_cluster_size=0, C=10.0, gamma=0.05, n_levels=2, device="cpu", random_state=3)
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        est = DCSVC(executor=ex, **kw)
+        twin = clone(est)
+        assert twin.executor is ex and twin.get_params()["C"] == 10.0 and not hasattr(twin, "levels_")
+        scores = cross_val_score(est, X, y, cv=3)
+        np.testing.assert_array_equal(scores, cross_val_score(DCSVC(**kw), X, y, cv=3))
+        est.fit(X, y)
+        back = pickle.loads(pickle.dumps(est))
+    assert back.executor is None and est.executor is ex
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
 
 def test_dask_local_cluster_gives_the_in_process_alpha():
     distributed = pytest.importorskip("distributed")
@@ -276,8 +304,13 @@ def test_bad_input_messages():
         DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X3, y3)
     with pytest.raises(ValueError, match="needs 64 clusters at level 3, but the class pair 'a' / 'b' has only 40"):
         DCSVC(n_levels=3, n_clusters_per_level=4, min_cluster_size=0, device="cpu").fit(X3, np.array(list("abcdefghij"), dtype=object)[y3])
-    with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16\)\. Got 10"):
-        DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match=r"'sample_size' parameter of DCSVC must be at least .* \(.* = 16;.*\)\. Got 10"):
+        DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, min_cluster_size=0, device="cpu").fit(X, y)
+    # levels skipped for their small clusters sample nothing: sample_size is checked against the lowest
+    # clustered level only (it used to be checked against level 2 here, which the default skips)
+    DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=10, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match=r"'sample_size' parameter .* \(n_clusters_per_level \*\* 1 = 4;.*Got 3"):
+        DCSVC(n_levels=2, n_clusters_per_level=4, sample_size=3, min_cluster_size=10, device="cpu").fit(X, y)
     with pytest.raises(ValueError, match="'n_clusters_per_level' parameter of DCSVC must be an int in the range"):
         DCSVC(n_clusters_per_level=1).fit(X, y)
     with pytest.raises(ValueError, match=r"'early_stop_level' parameter of DCSVC must be an int in the range \[1, 2\]"):
@@ -331,6 +364,42 @@ def test_repair_feasibility_scales_the_larger_class_only():
     np.testing.assert_allclose(repair_feasibility(be, y, out), out, rtol=1e-14)
     np.testing.assert_array_equal(repair_feasibility(be, y, np.zeros(200)), np.zeros(200))
 
+
+
+def test_intercept_is_the_middle_of_the_optimal_interval_after_warm_starts():
+    """With every support vector at C the optimal intercept is an interval and LIBSVM (so sklearn and our
+    SVC) takes its middle. DCSVC's warm starts used to leave alphas at C (1 - 1e-16) (the feasibility repair
+    scaled by a ratio 1 - 1e-15 that was only rounding): counted as free, one of them set b to the
+    interval's end, and with refine all 30 points got one class. The alphas were right all along."""
+    from gpusvm import SVC
+
+    pts = [[0, -1, 3], [0, 1, 3], [-1, 2, 2], [1, -1, 2], [1, -1, 3], [0, 2, 2], [-1, 1, 3], [1, 2, 2],
+           [1, 2, 3], [0, 1, 2], [1, 0, 3], [1, -1, 2], [0, 0, 2], [0, -1, 2], [-1, 1, 2], [-1, 2, 3],
+           [1, 0, 2], [1, 0, 2], [0, 0, 2], [1, 0, 3], [0, 0, 3], [1, 0, 2], [0, 1, 3], [-2, 1, 3],
+           [0, 1, 3], [0, 1, 3], [0, -1, 2], [0, 1, 3], [0, 1, 2], [0, 1, 3]]
+    D = np.array(pts, dtype=float)
+    X, y = D[:, :2], D[:, 2].astype(int)
+    ref = SkSVC(C=0.1, tol=1e-6).fit(X, y)
+    assert np.all(np.abs(ref.dual_coef_) == 0.1)  # the case: no free support vector
+    np.testing.assert_allclose(SVC(C=0.1, tol=1e-6).fit(X, y).intercept_, ref.intercept_, rtol=0, atol=1e-9)
+    for refine in (False, True):
+        dc = DCSVC(C=0.1, tol=1e-6, random_state=1, n_levels=2, n_clusters_per_level=2, min_cluster_size=0,
+                   refine=refine).fit(X, y)
+        np.testing.assert_allclose(np.asarray(dc.dual_coef_), ref.dual_coef_, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(dc.intercept_, ref.intercept_, rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(dc.predict(X), ref.predict(X))
+    # the repair leaves sums equal up to rounding alone; the intercept rule counts C (1 - 1e-16) as C
+    be = get_backend("cpu")
+    yb = np.array([1.0, 1.0, -1.0, -1.0, -1.0])
+    a = np.array([0.1, 0.2, 0.3, 0.0, 0.0])  # the sums 0.30000000000000004 and 0.3 differ in the last bit
+    assert a[yb > 0].sum() != a[yb < 0].sum()
+    np.testing.assert_array_equal(repair_feasibility(be, yb, a), a)
+    from gpusvm._solvers._common import bias
+
+    C = np.full(5, 0.2)
+    G = np.array([-0.5, -1.0, -0.5, -2.0, -1.5])
+    at_c = np.array([0.0, 0.2, 0.0, 0.2, 0.2])
+    assert bias(be, yb, at_c * (1 - 1e-16), G, C) == bias(be, yb, at_c, G, C)
 
 def test_kernel_kmeans_distances_match_the_definition():
     be = get_backend("cpu")

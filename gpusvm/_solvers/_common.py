@@ -66,11 +66,16 @@ def dual_objective(be, alpha, G) -> float:
 
 def bias(be, y, alpha, G, C) -> float:
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
-    the mean of y G over free variables, or the midpoint of the feasible interval when none is free."""
+    the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
+
+    An alpha within a relative 1e-12 of a bound counts as at it. The solvers' own steps clip to the bound
+    exactly, but a warm start (DC-SVM's levels, rescaled to feasibility) can leave an alpha at C (1 - 1e-16);
+    counted as free, that one variable would set b to an end of the interval of optimal intercepts.
+    """
     xp = be.xp
     yG = y * G
-    at_up = alpha >= C
-    at_low = alpha <= 0
+    at_up = alpha >= C * (1.0 - 1e-12)
+    at_low = alpha <= C * 1e-12
     free = ~(at_up | at_low)
     n_free = int(xp.count_nonzero(free))
     if n_free > 0:

@@ -217,14 +217,19 @@ def repair_feasibility(be, y, alpha):
     """Scale the larger class's alphas down so that ``sum(y * alpha) = 0`` (no host sync).
 
     With ``P = sum_{y>0} alpha`` and ``N = sum_{y<0} alpha``, the positive alphas are multiplied by
-    ``min(1, N / P)`` and the negative ones by ``min(1, P / N)``; 0 <= alpha <= C is kept.
+    ``min(1, N / P)`` and the negative ones by ``min(1, P / N)``; 0 <= alpha <= C is kept. Sums that agree
+    to rounding (relative 1e-12; two sums of the same values in another order differ by that much) are
+    left as they are: scaling by 1 - 1e-15 would move alphas at C just below it, where the solver counts
+    them as free, and its intercept would average over them instead of taking the middle of the
+    interval of optimal ones (LIBSVM's rule when no variable is free).
     """
     xp = be.xp
     pos = y > 0
     P = xp.sum(xp.where(pos, alpha, 0.0))
     N = xp.sum(xp.where(pos, 0.0, alpha))
-    rp = xp.where(P > N, N / xp.where(P > 0, P, 1.0), 1.0)
-    rn = xp.where(N > P, P / xp.where(N > 0, N, 1.0), 1.0)
+    close = xp.abs(P - N) <= 1e-12 * xp.maximum(P, N)
+    rp = xp.where((P > N) & ~close, N / xp.where(P > 0, P, 1.0), 1.0)
+    rn = xp.where((N > P) & ~close, P / xp.where(N > 0, N, 1.0), 1.0)
     return alpha * xp.where(pos, rp, rn)
 
 
@@ -334,11 +339,13 @@ def check_cluster_count(n, n_levels, k, stop=0, min_cluster_size=0, *, pair=None
 
 
 def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
-    kmax = k ** n_levels
-    if m < kmax:
+    # only the levels that will be clustered sample points (a level of too small clusters is skipped first)
+    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
+    if low and m < k ** low:
         raise ValueError(
             f"The 'sample_size' parameter of DCSVC must be at least the number of clusters of the lowest "
-            f"level (n_clusters_per_level ** n_levels = {kmax}). Got {m} instead.")
+            f"level that is clustered (n_clusters_per_level ** {low} = {k ** low}; levels of fewer than "
+            f"min_cluster_size points per cluster are skipped). Got {m} instead.")
     check_cluster_count(n, n_levels, k, stop, min_cluster_size)
 
 
