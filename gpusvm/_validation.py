@@ -138,6 +138,14 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
     if not bool(be.xp.isfinite(data).all()):
         nan = bool(be.xp.isnan(data).any())
         raise ValueError(f"{name!r}{where} contains {'NaN' if nan else 'infinity'}; remove or impute it first.")
+    if data.size:
+        big = float(be.xp.max(be.xp.abs(data)))
+        if not math.isfinite(big * big):
+            # every gram and the linear solvers' row norms square the values: they would be inf, and
+            # the solvers would stop at once with a zero model
+            raise ValueError(f"{name!r}{where} has values up to {big:.3g}, whose squares overflow float64 "
+                             "(every gram and row norm squares them); scale the features first, e.g. with "
+                             "sklearn.preprocessing.StandardScaler.")
     if be.issparse(X) and not getattr(X, "has_canonical_format", False):
         # sorted indices without duplicates (the compiled loops scatter rows into a dense buffer, so a
         # repeated column would count once); on a copy, never on the caller's matrix

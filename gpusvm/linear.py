@@ -88,7 +88,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         stops the solver.
     random_state : int, RandomState instance or None, default=None
         Seeds the order of coordinate visits.
-    verbose : int, default=0
+    verbose : int or bool, default=0
+        Print the solver's progress (> 0; True is 1).
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to train; see :func:`gpusvm.get_backend`. "auto" sends host data to the GPU only for the
         "newton" solver: the dual solvers' GPU path (one thread block sweeping the coordinates in
@@ -173,7 +174,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                              f"Got {self.fit_intercept!r} instead.")
         check_scalar(self.intercept_scaling, "intercept_scaling", name, low=0.0, low_open=True)
         check_scalar(self.max_iter, "max_iter", name, kind="int", low=1)
-        check_scalar(self.verbose, "verbose", name, kind="int", low=0)
+        # a bool is an int here, as in scikit-learn's LinearSVC (True: 1)
+        check_scalar(int(self.verbose) if isinstance(self.verbose, bool) else self.verbose, "verbose", name,
+                     kind="int", low=0)
         check_deduplicate(self.deduplicate, name)
         # scikit-learn's LinearSVC parameters, for drop-in use: only the problem solved here is accepted
         check_options(self.penalty, "penalty", name, ("l1", "l2"))
@@ -271,12 +274,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             Ck = be.asarray(float(self.C) * ovr_weights(sample_w, class_w, y_idx, targets[k]), dtype=be.xp.float64)
             if solver == "cdn":
                 return l1_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
-                                 seed=base_seed + k, verbose=self.verbose)
+                                 seed=base_seed + k, verbose=int(self.verbose))
             if solver == "newton":
                 return newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
-                                     verbose=self.verbose)
+                                     verbose=int(self.verbose))
             return dcd_linear(be, X, yk, Ck, loss=self.loss, method=solver, tol=float(self.tol),
-                              max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=self.verbose)
+                              max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=int(self.verbose))
 
         # threads for the dual solvers' single-threaded loops only: the Newton solver's products already run
         # on BLAS's threads (measured slower in two threads: 0.73-0.85 -> 1.09-1.31 s, 8 classes, 40k x 100)

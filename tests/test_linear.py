@@ -219,6 +219,24 @@ def test_convergence_warning_at_max_iter():
         assert m.n_updates_ > 0
 
 
+
+def test_overflow_is_an_error_and_verbose_takes_a_bool(capsys):
+    """A C so large that C times the squared hinge overflows used to stop the Newton solver at once with a
+    zero model reported as converged (the stop test holds for an infinite gradient); now it says so.
+    verbose=True is 1, as in scikit-learn (it was refused as not an int)."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="gradient overflowed float64 .*lower C"):
+        with np.errstate(over="ignore"):
+            LinearSVC(loss="squared_hinge", dual=False, C=1e200, device="cpu").fit(X, y)
+    ref = LinearSVC(random_state=0, device="cpu").fit(X, y)
+    loud = LinearSVC(random_state=0, device="cpu", verbose=True).fit(X, y)
+    np.testing.assert_array_equal(loud.coef_, ref.coef_)
+    assert capsys.readouterr().out  # it printed its progress
+    with pytest.raises(ValueError, match="'verbose' parameter of LinearSVC must be an int"):
+        LinearSVC(verbose=-1).fit(X, y)
+
 def test_random_state_reproducible_and_counts():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(200, 6))

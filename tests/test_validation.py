@@ -25,6 +25,8 @@ CPU = get_backend("cpu")
     (np.array([[1 + 2j]]), "Complex data not supported"),
     (np.array([[1.0, "x"]], dtype=object), "non-numeric"),
     (None, "Expected 2D array"),
+    (np.array([[1e200, 1.0]]), "values up to 1e\\+200, whose squares overflow"),
+    (sp.csr_matrix(np.array([[0.0, -1e160]])), "squares overflow"),
 ])
 def test_check_X_rejects(X, match):
     with pytest.raises(ValueError, match=match) as exc:
@@ -140,8 +142,8 @@ def test_gamma_scale_that_cannot_be_resolved_says_why(make):
     """gamma='scale' on values whose squares overflow (or whose variance is subnormal) used to fail with
     "The 'gamma' parameter must be a float in the range (0.0, inf). Got 0.0", naming a value nobody passed."""
     X, y = _small_problem()
-    with pytest.warns(RuntimeWarning, match="overflow"), \
-            pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too large.*Rescale X"):
+    # values whose squares overflow are refused by the input check, before gamma is resolved
+    with pytest.raises(ValueError, match=r"'X' for .* has values up to .* whose squares overflow"):
         make().fit(X * 1e200, y)
     with pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too small"):
         make().fit(X * 1e-160, y)

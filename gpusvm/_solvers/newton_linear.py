@@ -149,6 +149,11 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
         g = w + gx
         g_b = wb + gb
         gnorm = math.sqrt(float(xp.sum(g * g)) + g_b * g_b)
+        if not math.isfinite(gnorm):
+            # C times the squared hinge overflowed: "gnorm <= eps * gnorm0" would hold for inf and
+            # return the zero model as converged
+            raise ValueError(f"The primal Newton solver's gradient overflowed float64 (largest C_i "
+                             f"{float(xp.max(C)):.3g}); lower C or scale the features.")
         if gnorm0 is None:
             gnorm0 = gnorm
         if verbose:
