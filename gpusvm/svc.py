@@ -217,9 +217,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         sigmoid is fitted to them; more than two classes are coupled by Wu, Lin and Weng's method
         (:mod:`gpusvm._platt`). As in sklearn, the probabilities come from that separate calibration and
         may disagree with :meth:`predict` near the boundary. With two classes the sigmoid's value is the
-        probability, as in LIBSVM's ``svm-predict -b 1`` (3.2x); scikit-learn's bundled LIBSVM runs the
-        coupling iteration on the two classes too, which stops at a tolerance and moves its values by up to
-        about 3e-3 from the sigmoid's.
+        probability, as in LIBSVM's ``svm-predict -b 1`` (checked with 3.24 and 3.37); scikit-learn's
+        bundled LIBSVM runs the coupling iteration on the two classes too, which stops at a tolerance and
+        moves its values by up to about 3e-3 from the sigmoid's.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to fit; see :func:`gpusvm.get_backend`.
     random_state : int, RandomState or None
