@@ -606,6 +606,23 @@ def test_l1_penalty_multiclass_weights_and_warning():
         LinearSVC(penalty="l1", loss="squared_hinge", C=100.0, max_iter=2, device="cpu").fit(X, y)
 
 
+
+def test_l1_seeds_of_neighbouring_classes_give_unrelated_orders():
+    """The CDN loop's generator state is the seed mixed by splitmix64's finalizer: the state seed * GOLDEN + 1
+    made seed s + 1 draw seed s's numbers one step later, so one-vs-rest's problems (seeds base + k) swept
+    the features in nearly the same orders."""
+    from gpusvm._backend.ops.dcd import _next
+    from gpusvm._backend.ops.l1r_cd import seed_state
+
+    def draws(seed, k=6):
+        state = seed_state(seed)
+        return [int(_next(state)) for _ in range(k)]
+
+    for s in (0, 1, 7, 2**40):
+        a, b = draws(s), draws(s + 1)
+        assert not set(a) & set(b)  # no shared draws, shifted or not
+        assert draws(s) == a  # deterministic
+
 def test_float32_input_gives_float64_decisions():
     """As sklearn: the scores are float64 for float32 X too (the weights are not rounded to float32)."""
     X = np.random.default_rng(1).normal(size=(60, 4))

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..base import register_op
 from .dcd import _randint
+from .rowhash import GOLDEN, _mix
 
 _SIGMA = 0.01
 _MAX_LINESEARCH = 20
@@ -178,6 +179,14 @@ def _columns(X, y, bias):
             Xc.shape[1])
 
 
+def seed_state(seed):
+    """The generator state (uint64 array of one) for ``seed``: the seed through splitmix64's finalizer.
+    With ``seed * GOLDEN + 1`` as the state, seed s + 1 gave seed s's stream one draw later (GOLDEN is the
+    generator's own step), so the one-vs-rest problems (seeds base + k) visited the features in nearly
+    the same orders."""
+    return _mix(np, np.array([int(seed) % 2**64], dtype=np.uint64) + np.uint64(GOLDEN))
+
+
 @register_op("l1r_cd", "cpu")
 def l1r_cd_cpu(be, X, y, C, *, bias, eps, max_iter, seed):
     """Solve the L1-regularized squared-hinge problem above on the host.
@@ -208,7 +217,7 @@ def l1r_cd_cpu(be, X, y, C, *, bias, eps, max_iter, seed):
     w = np.zeros(w_size)
     b = np.ones(X.shape[0])
     index = np.arange(w_size, dtype=np.int64)
-    rng = np.array([(int(seed) * 0x9E3779B97F4A7C15 + 1) % 2**64], dtype=np.uint64)
+    rng = seed_state(seed)
     it, steps, converged, gnorm1 = _cdn(indptr, indices, vals, C, w, b, xj_sq, index, float(eps), int(max_iter), rng)
     d = int(X.shape[1])
     return {"w": w[:d].copy(), "w_bias": float(w[d]) if bias else 0.0, "n_iter": int(it), "n_steps": int(steps),
