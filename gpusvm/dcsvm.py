@@ -395,7 +395,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self._validate_params()
         if y is None:
             raise ValueError("DCSVC requires y to be passed, but the target y is None.")
-        be = get_backend(self.device, X, y, sample_weight)
+        # X decides the device; labels and weights are read on the host from either library (string labels
+        # cannot be CuPy arrays), as LinearSVC and BudgetSVC do
+        be = get_backend(self.device, X)
         X = check_X(X, be, owner="DCSVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
         y = check_class_labels(y, n, owner="DCSVC")

@@ -421,7 +421,9 @@ class SVC(ClassifierMixin, BaseEstimator):
 
             n_raw = _num_samples(X)
             X = _callable_gram(self.kernel, X, X, n_raw, n_raw, "on the training data (kernel(X, X))")
-        be = get_backend(self.device, X, y, sample_weight)
+        # X decides the device; labels and weights are read on the host from either library (string labels
+        # cannot be CuPy arrays), as LinearSVC and BudgetSVC do
+        be = get_backend(self.device, X)
         X = check_X(X, be, owner="SVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
         precomputed = self.kernel == "precomputed" or callable(self.kernel)
@@ -710,8 +712,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         copied to the device; later predictions run there.
         """
         self._check_fitted()
-        return move_fitted(self, ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef",
-                                  "_pair_b"), device)
+        names = ["support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef", "_pair_b"]
+        # a callable kernel's training rows, which prediction passes to it next to X: numeric arrays move
+        # with the model (a GPU model's rows in a CPU pickle, and mixed arrays for the callable, before);
+        # other data (strings, lists) stays as it is
+        if getattr(getattr(getattr(self, "_X_sv", None), "dtype", None), "kind", "O") in "biuf":
+            names.append("_X_sv")
+        return move_fitted(self, tuple(names), device)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

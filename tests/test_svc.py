@@ -643,6 +643,38 @@ def test_gpu_fit_matches_cpu(gpu_backend, solver):
     np.testing.assert_allclose(gpu.decision_function(X), d_np, atol=1e-8)
 
 
+def _linear_gram(A, B):
+    return A @ B.T
+
+
+@pytest.mark.gpu
+def test_gpu_callable_model_moves_its_rows_and_labels_stay_on_the_host(gpu_backend):
+    """to_device moves a callable kernel's training rows (_X_sv) with the model: they stayed CuPy, so the
+    "CPU" model's pickle held CuPy arrays and predict passed the callable NumPy and CuPy arrays (TypeError).
+    X alone picks the device: NumPy labels (strings cannot be CuPy) with CuPy X were refused as mixed
+    libraries by SVC and DCSVC, not by LinearSVC and BudgetSVC."""
+    import pickle
+
+    import cupy as cp
+
+    from gpusvm import DCSVC
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(90, 4))
+    y = np.array(["a", "b", "c"])[rng.integers(0, 3, 90)]
+    X[:, 0] += (y == "b") * 2.0
+    gpu = SVC(kernel=_linear_gram, device="gpu").fit(cp.asarray(X), y)
+    expected = gpu.predict(cp.asarray(X))
+    assert isinstance(expected, np.ndarray) and expected.dtype.kind == "U"  # string classes come back on the host
+    blob = pickle.dumps(gpu.to_device("cpu"))
+    assert b"cupy" not in blob
+    np.testing.assert_array_equal(pickle.loads(blob).predict(X), expected)
+    host = SVC(kernel=_linear_gram, device="cpu").fit(X, y)
+    np.testing.assert_array_equal(SVC(kernel=_linear_gram, device="cpu").fit(X, y).to_device("gpu").predict(
+        cp.asarray(X)), host.predict(X))
+    dc = DCSVC(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, device="gpu").fit(cp.asarray(X), y)
+    assert set(dc.classes_) == {"a", "b", "c"}
+
 @pytest.mark.parametrize("make", [
     pytest.param(lambda: SVC(gamma=0.2, device="cpu"), id="smo"),
     pytest.param(lambda: SVC(gamma=0.2, solver="alfpgm", device="cpu"), id="alfpgm"),
