@@ -130,6 +130,25 @@ def _exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
     return float(xp.sum(alpha) - 0.5 * quad)
 
 
+def _centered_for_rbf(be, X, x_sqnorm):
+    """``(X, x_sqnorm)`` of dense ``X`` moved to its mean when its rows lie further from the origin than
+    they spread (squared norm of the mean above the total variance); else unchanged.
+
+    The float32 Gram rows compute ||x - z||^2 as ||x||^2 + ||z||^2 - 2 x.z, which cancels: for points near
+    c with spread s, float32 loses about |c|^2 / s^2 of its seven digits. RBF values depend on differences
+    only, so the centred copy (float64) gives the same problem with those digits kept: blobs shifted by
+    1,000 (spread 1) had decision values 0.12 off LIBSVM's, 6.8 at 10,000 with 11 of 80 predictions
+    wrong; now they agree to the solver's tolerance. Sparse X is left as is (centring would densify it).
+    """
+    xp = be.xp
+    mu = xp.mean(X, axis=0, dtype=xp.float64)
+    mu_sq = float(mu @ mu)
+    if not mu_sq > float(xp.mean(x_sqnorm)) - mu_sq:
+        return X, x_sqnorm
+    Xc = X.astype(xp.float64) - mu
+    return Xc, be.row_sqnorms(Xc, xp.float64)
+
+
 def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
                   random_state=None, local="smo", working_set_size=None, gram_dtype="float32", pa_recent=2,
                   **_ignored):
@@ -198,6 +217,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     C = xp.asarray(C, dtype=xp.float64)
     if x_sqnorm is None and spec.kind == "rbf":
         x_sqnorm = be.row_sqnorms(X, xp.float64)
+    if spec.kind == "rbf" and gdt == xp.float32 and not be.issparse(X):
+        X, x_sqnorm = _centered_for_rbf(be, X, x_sqnorm)
     diag = gram_diag(be, X, spec, x_sqnorm)
     if alpha0 is None:
         alpha = xp.zeros(n, dtype=xp.float64)
