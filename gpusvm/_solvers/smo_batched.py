@@ -135,7 +135,7 @@ def _centered_for_rbf(be, X, x_sqnorm):
     they spread (squared norm of the mean above the total variance); else unchanged.
 
     The float32 Gram rows compute ||x - z||^2 as ||x||^2 + ||z||^2 - 2 x.z, which cancels: for points near
-    c with spread s, float32 loses about |c|^2 / s^2 of its seven digits. RBF values depend on differences
+    c with spread s, float32 keeps about 7 - log10(|c|^2 / s^2) of its seven digits. RBF values depend on differences
     only, so the centred copy (float64) gives the same problem with those digits kept: blobs shifted by
     1,000 (spread 1) had decision values 0.12 off LIBSVM's, 6.8 at 10,000 with 11 of 80 predictions
     wrong; now they agree to the solver's tolerance. Sparse X is left as is (centring would densify it).
