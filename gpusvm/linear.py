@@ -239,7 +239,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         # 8-17x slower than the CPU's on an H100 (see gpusvm._backend)
         shape = getattr(X, "shape", None)
         newton = shape is not None and len(shape) == 2 and self._resolve_solver(*shape) == "newton"
-        be = get_backend(self.device, X, y if array_library(y) == array_library(X) else None, auto_gpu=newton)
+        be = get_backend(self.device, X, auto_gpu=newton)  # X decides (labels are read on the host), as SVC's
         X = check_X(X, be, owner=name, estimator=self, reset=True)
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
