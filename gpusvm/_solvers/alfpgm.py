@@ -115,7 +115,7 @@ import time
 
 from .._backend.ops.gram import densify_pays
 from . import BinaryResult, register_binary_solver
-from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
+from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
 from .smo_batched import effective_cache_bytes
 
 __all__ = ["solve_alfpgm", "DEFAULT_N_PAIRS", "OPTIONS"]
@@ -346,6 +346,9 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     C = xp.asarray(C, dtype=f64)
     if x_sqnorm is None and spec.kind == "rbf":
         x_sqnorm = be.row_sqnorms(X, f64)
+    # float64 rows where float32 ones would perturb the problem (see resolve_gram_dtype)
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float32")
+    gdt = xp.float32 if gram_dtype == "float32" else f64
     diag = gram_diag(be, X, spec, x_sqnorm)
     if alpha0 is None:
         alpha = xp.zeros(n, dtype=f64)

@@ -170,6 +170,7 @@ from typing import Any
 from .._backend.base import is_device_oom
 from .._parallel import map_problems
 from . import get_binary_solver
+from ._common import resolve_gram_dtype
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
 __all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "lowest_clustered_level",
@@ -395,7 +396,9 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
     Returns ``{c: result dict}`` in :func:`_solve_one`'s format.
     """
     xp = be.xp
-    gdt = xp.float64 if str(options.get("gram_dtype", "float32")) == "float64" else xp.float32
+    # float64 blocks where float32 ones would perturb the problem (see resolve_gram_dtype)
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, options.get("gram_dtype", "float32"), computed_in="float32")
+    gdt = xp.float64 if gram_dtype == "float64" else xp.float32
     itemsize = 8 if gdt == xp.float64 else 4
     mode = _BATCH_MODES[solver]
     pa_recent = int(options.get("pa_recent", 2))

@@ -21,7 +21,7 @@ whole pair-at-a-time loop runs in compiled code (the fused op ``smo_pairwise``).
 from __future__ import annotations
 
 from . import BinaryResult, register_binary_solver
-from ._common import bias, dual_objective
+from ._common import bias, dual_objective, resolve_gram_dtype
 
 _OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent", "shrinking")
 
@@ -72,6 +72,11 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
                              random_state=random_state, local=local,
                              working_set_size=working_set_size, gram_dtype=gram_dtype,
                              pa_recent=pa_recent)
+    # float64 values where float32 ones would perturb the problem (data far from the origin, see
+    # resolve_gram_dtype); the batched decomposition decides after its own centring
+    asked, gram_dtype = gram_dtype, resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64")
+    if verbose and gram_dtype != str(asked):
+        print("Gram values stored as float64: float32 ones would perturb this problem's curvatures", flush=True)
     out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                           alpha0=alpha0, x_sqnorm=x_sqnorm, gram_dtype=gram_dtype,
                           planning=(local == "pa-smo"), pa_recent=pa_recent, shrinking=bool(shrinking),
@@ -79,6 +84,7 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     alpha, G = out["alpha"], out["G"]
     info = dict(out["info"])
     info["decomposition"] = "pairwise"
+    info["gram_dtype"] = gram_dtype
     b, objective = bias(be, y, alpha, G, C), dual_objective(be, alpha, G)
     if verbose:  # LIBSVM's summary (obj in its minimization form, rho = -b)
         n_sv = int(be.xp.count_nonzero(alpha > 0))

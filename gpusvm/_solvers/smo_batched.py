@@ -23,12 +23,17 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
   room, see :func:`effective_cache_bytes`);
 * the local sub-problem is solved by the fused op ``be.local_smo`` (SMO or planning-ahead SMO steps,
   Glasmachers, "The Planning-ahead SMO Algorithm", 2008; one CUDA thread block on the GPU, Numba on the
-  CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps;
+  CPU) to the loose local tolerance ``max(tol, 0.1 * local gap)`` or ``10 q`` steps, with curvatures from
+  the diagonal of the stored rows ``K_BB`` (the values the gradient moves by, so that every step gains);
 * the global gradient is updated with one matrix-vector product over the rows of ``B`` whose alpha
   moved (``be.grad_update_rows``, float64 accumulation);
-* stop when ``max_{I_up} -y G - min_{I_low} -y G <= tol`` or after ``max_iter`` rounds. On the GPU a
+* stop when ``max_{I_up} -y G - min_{I_low} -y G <= tol`` or after ``max_iter`` rounds, or, not
+  converged (``info["stalled"]``), after a round that moved no alpha (it would repeat forever). On the GPU a
   round synchronizes with the host a few times (this gap, the one boolean mask that assembles ``B``,
   the cache's host-side bookkeeping of ``i`` and ``B``), never inside the local solve;
+* float32 rows are stored as float64 when a sample shows float32 would perturb the problem (linear and
+  polynomial grams far from the origin, :func:`~gpusvm._solvers._common.resolve_gram_dtype`); RBF rows
+  of dense data far from the origin are computed from the centred data instead (:func:`_centered_for_rbf`);
 * with float32 Gram rows, the reported objective is recomputed in float64 over the support vectors
   on the GPU and on the CPU up to 4,096 SVs (the running gradient carries the rows' rounding, about
   1e-6 relative in the objective, as LIBSVM's own float Gram cache does).
@@ -46,7 +51,7 @@ import math
 import time
 
 from . import BinaryResult
-from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, up_low_masks
+from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
 
 __all__ = ["solve_batched", "default_working_set_size", "effective_cache_bytes"]
 
@@ -219,6 +224,12 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         x_sqnorm = be.row_sqnorms(X, xp.float64)
     if spec.kind == "rbf" and gdt == xp.float32 and not be.issparse(X):
         X, x_sqnorm = _centered_for_rbf(be, X, x_sqnorm)
+    # float32 rows that would perturb the problem (linear and poly grams far from the origin, which
+    # centring does not change) are stored as float64 instead: see resolve_gram_dtype
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float32")
+    if verbose and gdt == xp.float32 and gram_dtype == "float64":
+        print("[smo_batched] Gram rows stored as float64: float32 ones would perturb this problem's curvatures")
+    gdt = xp.float32 if gram_dtype == "float32" else xp.float64
     diag = gram_diag(be, X, spec, x_sqnorm)
     if alpha0 is None:
         alpha = xp.zeros(n, dtype=xp.float64)
@@ -237,7 +248,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     moved_prev = None
     n_new_prev = 0
     rounds = 0
-    converged = False
+    converged = stalled = False
     gap = math.inf
     neg_inf = -xp.inf
     every = max(1, 100 // int(verbose)) if verbose else 0
@@ -248,13 +259,23 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         s_low = xp.where(low, s, xp.inf)
         i_top = xp.argmax(s_up)
         j_min = xp.argmin(s_low)
-        gap = float(s_up[i_top] - s_low[j_min])  # the one sync of the convergence check
+        n_moved = 1
+        if moved_prev is None:
+            gap = float(s_up[i_top] - s_low[j_min])
+        else:  # the gap and how many alphas the last round moved, in the one sync of the check
+            h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64)]))
+            gap, n_moved = float(h[0]), int(h[1])
         if verbose and rounds % every == 0:
             print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
         if not (gap > tol):
             converged = True
             break
         if rounds >= limit:
+            break
+        if n_moved == 0:
+            # the local steps no longer change alpha (below its float64 resolution): every later round
+            # would select the same working set and repeat this one, so stop (not converged) instead
+            stalled = True
             break
 
         # ---- keep half of the previous working set --------------------------------------------
@@ -306,7 +327,11 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
             K_BB = K_src[:, B]
         yB = y[B]
         aB = alpha[B]
-        a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], C[B], diag[B], tol, max_steps, mode, pa_recent)
+        # curvatures from the stored values' own diagonal, not the float64 ``diag``: the gradient moves by
+        # the stored rows, so a Newton step with a mixed curvature overshoots by their rounding of K_ii
+        # (about 3,000 on poly values near 8e9 against curvatures of 1e3-1e4: steps that undo each other)
+        dB = xp.diagonal(K_BB).astype(xp.float64)
+        a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], C[B], dB, tol, max_steps, mode, pa_recent)
         inner += steps
         delta = a_new - aB
         alpha[B] = a_new
@@ -327,6 +352,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         "local": local,
         "gram_dtype": str(gram_dtype),
         "gap": gap,
+        "stalled": stalled,
         "cache_hits": cache.hits,
         "cache_misses": cache.misses,
         "cache_bytes": cache_bytes,
