@@ -138,3 +138,16 @@ def test_verbose_says_when_float32_is_promoted(decomposition, capsys):
     assert "stored as float64" in capsys.readouterr().out
     SVC(kernel="linear", decomposition=decomposition, verbose=True, device="cpu").fit(X - X.mean(axis=0), y)
     assert "stored as float64" not in capsys.readouterr().out
+
+
+def test_alfpgm_polish_curvature_from_the_stored_rows(monkeypatch):
+    """ALFPGM's SMO polish had the batched solver's mixed curvatures (float64 diagonal, float32 rows): on
+    the forced-float32 problem of test_batched_local_curvature_from_the_stored_rows it had not converged
+    after 300 rounds (18 with the stored rows' diagonal)."""
+    from gpusvm._solvers import alfpgm
+
+    monkeypatch.setattr(alfpgm, "resolve_gram_dtype", lambda *a, **k: "float32")
+    X, y = _blobs(1000.0, n=80)
+    res = alfpgm.solve_alfpgm(CPU, X, np.where(y == 1, 1.0, -1.0), GramSpec("poly", gamma=1e-3, degree=3),
+                              np.ones(80), tol=1e-3, max_iter=300, cache_bytes=2**24)
+    assert res.converged and res.n_iter < 100

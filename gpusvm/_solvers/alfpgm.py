@@ -494,7 +494,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         # at most nb pair steps of O(nb) each, about the cost of one FPGM step; a step lands exactly
         # on a bound, so no 1e-9 alphas remain among the variables it moves
         G_fp = GB + yB * (K_BB64 @ (yB * (a_fp - aB)))
-        diagB = diag[B]
+        diagB = xp.diagonal(K_BB64)  # the stored values' curvatures, as the batched SMO (its local_smo call)
         a_new, steps, _ = be.local_smo(K_BB, yB, a_fp, G_fp, CB, diagB, eps, nb, 0, rel_eps=0.0)
         polish_steps += steps
         # safeguard: the round must decrease f by at least half the LIBSVM step on (i_star, j_star)
