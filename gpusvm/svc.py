@@ -233,7 +233,7 @@ class SVC(ClassifierMixin, BaseEstimator):
     gram_dtype : {"float32", "float64"}, default="float32"
         Type of the stored Gram values (alpha and the gradient are always float64). "float32" halves the
         cache's memory, as LIBSVM's float cache does, and is promoted to "float64" for a problem that
-        float32 values cannot describe: when, on a sample of 256 rows, their rounding moves the median
+        float32 values cannot describe: when, on a sample of 64 rows, their rounding moves the median
         pair curvature ``K_ii + K_jj - 2 K_ij`` by more than 1e-5 of itself (linear and polynomial grams of
         data far from the origin; scaled data measure 1e-9 to 1e-6). There LIBSVM's solution drifts: on
         200 blobs shifted by 300 with a cubic gram, scikit-learn's SVC ends 3.7% below the optimal dual
