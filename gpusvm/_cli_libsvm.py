@@ -211,7 +211,8 @@ def train_main(args) -> int:
             print("WARNING: training data in only one class. See README for details.")
         try:
             with open(model_file, "w", encoding="ascii") as fh:
-                fh.write(one_class_model_text(y[0], kernel, gamma, opt["degree"], opt["coef0"]))
+                fh.write(one_class_model_text(y[0], kernel, gamma, opt["degree"], opt["coef0"],
+                                              probability=bool(opt.get("probability"))))
         except OSError as exc:
             print(f"gpusvm train: can't save model to file {model_file}: {exc}", file=sys.stderr)
             return 1
@@ -355,10 +356,12 @@ def predict_main(args) -> int:
         parsed = _parse_model(model_file, first_index=0, one_class=True)
         X, y = _read(test_file)
         if parsed["k"] == 1:  # svm-train's model of a single label: that label for every point
-            if opt["probability"]:
+            if opt["probability"] and parsed["prob"] is None:
                 raise UsageError(f"{model_file}: the model does not support probability estimates (it holds a "
-                                 "single class)")
+                                 "single class; train with -b 1)")
             pred = np.full(int(X.shape[0]), float(parsed["labels"][0]))
+            if opt["probability"]:  # as svm-predict: probability 1 for the one label
+                return _write_predictions(out_file, pred, parsed["labels"], np.ones((len(pred), 1)), y, opt)
             return _write_predictions(out_file, pred, None, None, y, opt)
         # as wide as the wider of the two: features the SVs never use still enter the gram (||x||^2)
         d = max(parsed["width"], int(X.shape[1]), 1)

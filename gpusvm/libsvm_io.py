@@ -208,11 +208,13 @@ def _header_start(kernel, gamma, degree, coef0):
     return lines
 
 
-def one_class_model_text(label, kernel, gamma, degree, coef0):
+def one_class_model_text(label, kernel, gamma, degree, coef0, probability=False):
     """The model svm-train writes for a training file of a single label: no support vectors; it
-    predicts ``label`` for every point."""
-    lines = _header_start(kernel, gamma, degree, coef0)
-    return "\n".join(lines + ["nr_class 1", "total_sv 0", "rho", f"label {int(label)}", "nr_sv 0", "SV"]) + "\n"
+    predicts ``label`` for every point (with ``probability``, svm-train's -b 1: empty probA / probB
+    lines, which let svm-predict -b 1 give that label probability 1)."""
+    lines = _header_start(kernel, gamma, degree, coef0) + ["nr_class 1", "total_sv 0", "rho", f"label {int(label)}"]
+    lines += ["probA", "probB"] if probability else []
+    return "\n".join(lines + ["nr_sv 0", "SV"]) + "\n"
 
 
 def _parse_header(fh, path):
@@ -266,7 +268,8 @@ def _parse_model(path, first_index=1, one_class=False):
     entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator.
     Feature index ``first_index`` is column 0 (``gpusvm train`` / ``predict`` use 0: column = index,
     as LIBSVM, which also takes index 0). ``one_class``: a model of one label (``nr_class 1``, what
-    svm-train writes for a training file of a single label) gives ``{"k": 1, "labels": [label]}``."""
+    svm-train writes for a training file of a single label) gives ``{"k": 1, "labels": [label], "prob": p}``,
+    ``p`` True when the file has probA and probB lines (svm-train -b 1), else None."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
         header = _parse_header(fh, path)
@@ -300,7 +303,8 @@ def _parse_model(path, first_index=1, one_class=False):
         raise ValueError(f"{path}: bad number in the rho / label / nr_sv lines of the header.") from exc
     n_pairs = k * (k - 1) // 2
     if k == 1 and one_class and len(labels) == 1 and total == 0:
-        return {"path": path, "k": 1, "labels": labels, "prob": None}
+        return {"path": path, "k": 1, "labels": labels, "prob": True if "probA" in header and "probB" in header
+                else None}
     if k < 2:
         raise ValueError(f"{path}: nr_class {k}: LIBSVM writes such a model when its training file holds a single "
                          "label (it predicts that label for every point); gpusvm's SVC needs at least two classes.")

@@ -529,7 +529,7 @@ def test_commands_take_feature_index_zero(tmp_path, capsys):
 def test_commands_on_a_single_class_as_svm_train(tmp_path, capsys):
     """svm-train writes a model of one label for a training file of one label (no support vectors) and
     svm-predict predicts that label everywhere; so do the commands (our file is svm-train 3.24's to the
-    byte); -b 1 on it is refused with a message."""
+    byte); -b 1 on it is refused with a message (it was not trained with -b 1)."""
     (tmp_path / "one").write_text("3 1:0.5 2:1\n3 1:0.2\n3 2:0.7\n")
     assert main(["train", str(tmp_path / "one"), str(tmp_path / "m")]) == 0
     assert "WARNING: training data in only one class" in capsys.readouterr().out
@@ -543,3 +543,17 @@ def test_commands_on_a_single_class_as_svm_train(tmp_path, capsys):
     assert "does not support probability estimates" in capsys.readouterr().err
     assert main(["train", "-v", "2", str(tmp_path / "one")]) == 0
     assert "Cross Validation Accuracy = 100%" in capsys.readouterr().out
+
+
+def test_single_class_probability_model_as_svm_train(tmp_path, capsys):
+    """svm-train -b 1 on a file of one label writes empty probA / probB lines, and svm-predict -b 1 on that
+    model gives probability 1 for the label; ours did not write them, so svm-predict -b 1 refused our
+    model, and our predict -b 1 refused svm-train's."""
+    (tmp_path / "one").write_text("3 1:0.5 2:1\n3 1:0.2\n3 2:0.7\n")
+    assert main(["train", "-q", "-b", "1", str(tmp_path / "one"), str(tmp_path / "m")]) == 0
+    assert (tmp_path / "m").read_text() == ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 1\ntotal_sv 0\n"
+                                           "rho\nlabel 3\nprobA\nprobB\nnr_sv 0\nSV\n")  # svm-train 3.24's
+    (tmp_path / "te").write_text("3 1:1\n-1 2:5 4:1\n")
+    assert main(["predict", "-b", "1", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o").read_text() == "labels 3\n3 1\n3 1\n"
+    assert "Accuracy = 50% (1/2)" in capsys.readouterr().out
