@@ -370,14 +370,15 @@ def predict_main(args) -> int:
         model = _build_model(parsed, d, opt["device"])
         if opt["probability"] and not model.probability:
             raise UsageError(f"{model_file}: the model does not support probability estimates (train with -b 1)")
+        n = int(X.shape[0])  # 0 (an empty test file): an empty output, as svm-predict's
         if opt["probability"]:
             # LIBSVM's -b 1 output: the model file's label order; the label of the largest probability
             labels = np.asarray(parsed["labels"])
             col = np.searchsorted(model.classes_, labels)
-            proba = np.asarray(model.predict_proba(X))[:, col]
+            proba = np.asarray(model.predict_proba(X))[:, col] if n else np.empty((0, len(labels)))
             pred = labels[np.argmax(proba, axis=1)]
         else:
-            pred = np.asarray(model.predict(X))
+            pred = np.asarray(model.predict(X)) if n else np.empty(0)
             if model.probability and not opt["quiet"]:
                 print("Model supports probability estimates, but disabled in prediction.")
     except (OSError, ValueError, RuntimeError, UsageError) as exc:

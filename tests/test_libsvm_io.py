@@ -557,3 +557,16 @@ def test_single_class_probability_model_as_svm_train(tmp_path, capsys):
     assert main(["predict", "-b", "1", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
     assert (tmp_path / "o").read_text() == "labels 3\n3 1\n3 1\n"
     assert "Accuracy = 50% (1/2)" in capsys.readouterr().out
+
+
+def test_predict_command_on_an_empty_test_file(files, capsys):
+    """svm-predict on an empty test file writes an empty output file (with -b 1 only the labels line) and
+    exits 0; ours failed ("'X' is empty"), breaking a script that predicts chunks of a file."""
+    d, _, _ = files
+    assert main(["train", "-q", "-b", "1", "-g", "0.3", str(d / "tr"), str(d / "m")]) == 0
+    (d / "empty").write_text("")
+    assert main(["predict", "-q", str(d / "empty"), str(d / "m"), str(d / "out")]) == 0
+    assert (d / "out").read_text() == ""
+    assert main(["predict", "-q", "-b", "1", str(d / "empty"), str(d / "m"), str(d / "out")]) == 0
+    labels = (d / "m").read_text().split("\nlabel ")[1].split("\n")[0]
+    assert (d / "out").read_text() == f"labels {labels}\n"
