@@ -93,7 +93,8 @@ def parse_train_args(args):
             label = a[2:]
             if not label:
                 raise UsageError("option -w needs a class label, as in -w1 2.5")
-            opt["weights"][_num(label, a)] = _num(_take(args, i, a), a)
+            lab = _num(label, a)  # (repeated for a label: the weights multiply, as svm-train's)
+            opt["weights"][lab] = opt["weights"].get(lab, 1.0) * _num(_take(args, i, a), a)
             i += 2
             continue
         letter = a[1:]

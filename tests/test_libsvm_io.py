@@ -570,3 +570,12 @@ def test_predict_command_on_an_empty_test_file(files, capsys):
     assert main(["predict", "-q", "-b", "1", str(d / "empty"), str(d / "m"), str(d / "out")]) == 0
     labels = (d / "m").read_text().split("\nlabel ")[1].split("\n")[0]
     assert (d / "out").read_text() == f"labels {labels}\n"
+
+
+def test_train_repeated_weight_options_multiply_as_svm_train(files):
+    """svm-train multiplies the C of a class by every -wi given for it (-w1 2 -w1 3 trains as -w1 6); ours
+    kept the last one (-w1 3)."""
+    d, _, _ = files
+    assert main(["train", "-q", "-w1", "2", "-w1", "3", str(d / "tr"), str(d / "m23")]) == 0
+    assert main(["train", "-q", "-w1", "6", str(d / "tr"), str(d / "m6")]) == 0
+    assert (d / "m23").read_text() == (d / "m6").read_text()
