@@ -153,7 +153,40 @@ def _read(path):
     try:
         return load_svmlight(path, zero_based=True)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"can't read {path}: {exc}") from None
+        line = _bad_line(path) if isinstance(exc, ValueError) else None
+        raise UsageError(f"can't read {path}: " + (f"wrong input format at line {line} ({exc})" if line else
+                                                   str(exc))) from None
+
+
+def _bad_line(path):
+    """The number of the first line of a LIBSVM data file that is not ``label index:value ...`` with
+    increasing indices (svm-train names it: "Wrong input format at line N"); blank lines, ``#`` comments
+    and a leading ``qid:`` pair, which the reader takes, pass. None if every line passes or the file cannot
+    be read."""
+    from .datasets import _OPENERS
+
+    try:
+        with _OPENERS.get(os.path.splitext(path)[1], open)(path, "rt", encoding="latin-1") as fh:
+            for n, raw in enumerate(fh, 1):
+                tok = raw.split("#", 1)[0].split()
+                if not tok:
+                    continue
+                try:
+                    float(tok[0])
+                    last = -1
+                    for i, t in enumerate(tok[1:]):
+                        j, sep, v = t.partition(":")
+                        float(v)
+                        if j == "qid" and i == 0:
+                            continue
+                        if not sep or int(j) <= last:
+                            return n
+                        last = int(j)
+                except ValueError:
+                    return n
+    except (OSError, EOFError, ValueError):
+        return None
+    return None
 
 
 def _label_text(v):

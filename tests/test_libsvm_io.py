@@ -579,3 +579,22 @@ def test_train_repeated_weight_options_multiply_as_svm_train(files):
     assert main(["train", "-q", "-w1", "2", "-w1", "3", str(d / "tr"), str(d / "m23")]) == 0
     assert main(["train", "-q", "-w1", "6", str(d / "tr"), str(d / "m6")]) == 0
     assert (d / "m23").read_text() == (d / "m6").read_text()
+
+
+@pytest.mark.parametrize("text,line", [("1 1:0.5\n-1 1:0.3 2:abc\n", 2), ("1 1:0.5\n\n1 1:1 # note\nx 1:0.3\n", 4),
+                                       ("1 1:0.5\n-1 2:0.3 1:0.2\n", 2), ("1 1:0.5\n-1 0.3\n", 2),
+                                       ("1 1:0.5\n-1 1:0.1\n-1 1.5:0.3\n", 3)])
+def test_commands_name_the_malformed_line(tmp_path, capsys, text, line):
+    """svm-train / svm-predict say "Wrong input format at line N"; ours gave only the parser's message
+    ("could not convert string to float: b'abc'"), leaving the user to search a large file for it."""
+    import lzma
+
+    (tmp_path / "bad").write_text(text)
+    (tmp_path / "bad.xz").write_bytes(lzma.compress(text.encode()))
+    (tmp_path / "tr").write_text("1 1:0.5\n-1 1:-0.5\n")
+    assert main(["train", "-q", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    for f in ("bad", "bad.xz"):
+        assert main(["train", str(tmp_path / f), str(tmp_path / "m2")]) == 1
+        assert f"can't read {tmp_path / f}: wrong input format at line {line} (" in capsys.readouterr().err
+        assert main(["predict", str(tmp_path / f), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+        assert f"wrong input format at line {line} (" in capsys.readouterr().err
