@@ -281,6 +281,7 @@ def train_main(args) -> int:
         print(f"nSV = {int(sum(est.n_support_))}, obj = " + ", ".join(f"{-o:g}" for o in est.objective_)
               + " (as LIBSVM: minus the dual objective)")
         print(f"model written to {model_file}")
+        print(f"Total nSV = {int(sum(est.n_support_))}")  # svm-train's last line, which scripts read
     return 0
 
 

@@ -210,6 +210,7 @@ def test_train_and_predict_commands(files, capsys):
     out = capsys.readouterr().out
     assert "nSV = " in out and "model written" in out
     ref = SVC(C=2.0, gamma=0.3, tol=1e-4, class_weight={-1: 2.0}, device="cpu").fit(X[:180], y[:180])
+    assert out.endswith(f"\nTotal nSV = {ref.support_.shape[0]}\n")  # svm-train's last line
     assert main(["predict", str(d / "te"), str(d / "m"), str(d / "out")]) == 0
     pred = np.array([int(v) for v in (d / "out").read_text().split()])
     np.testing.assert_array_equal(pred, ref.predict(X[180:]))
