@@ -179,9 +179,10 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
     return float(xp.median(P[iu] / A[iu]))
 
 
-def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in) -> str:
+def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0) -> str:
     """The Gram value type a solver stores: ``gram_dtype``, except that "float32" becomes "float64" when
-    :func:`float32_gram_error` (``computed_in`` as there) exceeds :data:`FLOAT32_MAX_CURVATURE_ERROR`.
+    :func:`float32_gram_error` (``computed_in`` as there) exceeds :data:`FLOAT32_MAX_CURVATURE_ERROR`
+    (said on stdout with ``verbose``).
 
     The threshold sits two decades above what scaled data measure (at most 7e-7 on a9a, ijcnn1, w8a,
     phishing, skin_nonskin, digits) and below where float32 solutions drift: 200 blobs of spread 1.5
@@ -190,5 +191,8 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in) -> str
     """
     if str(gram_dtype) != "float32":
         return str(gram_dtype)
-    err = float32_gram_error(be, X, spec, x_sqnorm, computed_in=computed_in)
-    return "float64" if err > FLOAT32_MAX_CURVATURE_ERROR else "float32"
+    if not float32_gram_error(be, X, spec, x_sqnorm, computed_in=computed_in) > FLOAT32_MAX_CURVATURE_ERROR:
+        return "float32"  # (also when the measure is NaN: float32 values that overflow stay an error)
+    if verbose:
+        print("Gram values stored as float64: float32 ones would perturb this problem's curvatures", flush=True)
+    return "float64"

@@ -74,9 +74,7 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
                              pa_recent=pa_recent)
     # float64 values where float32 ones would perturb the problem (data far from the origin, see
     # resolve_gram_dtype); the batched decomposition decides after its own centring
-    asked, gram_dtype = gram_dtype, resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64")
-    if verbose and gram_dtype != str(asked):
-        print("Gram values stored as float64: float32 ones would perturb this problem's curvatures", flush=True)
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64", verbose=verbose)
     out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                           alpha0=alpha0, x_sqnorm=x_sqnorm, gram_dtype=gram_dtype,
                           planning=(local == "pa-smo"), pa_recent=pa_recent, shrinking=bool(shrinking),

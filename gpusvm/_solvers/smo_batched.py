@@ -226,9 +226,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         X, x_sqnorm = _centered_for_rbf(be, X, x_sqnorm)
     # float32 rows that would perturb the problem (linear and poly grams far from the origin, which
     # centring does not change) are stored as float64 instead: see resolve_gram_dtype
-    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float32")
-    if verbose and gdt == xp.float32 and gram_dtype == "float64":
-        print("[smo_batched] Gram rows stored as float64: float32 ones would perturb this problem's curvatures")
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float32", verbose=verbose)
     gdt = xp.float32 if gram_dtype == "float32" else xp.float64
     diag = gram_diag(be, X, spec, x_sqnorm)
     if alpha0 is None:
@@ -245,7 +243,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
 
     inner = xp.zeros(1, dtype=xp.int64)
     B_prev = None
-    moved_prev = None
+    moved_prev = xp.ones(1, dtype=bool)  # (before the first round: "moved", so that it is not a stall)
     n_new_prev = 0
     rounds = 0
     converged = stalled = False
@@ -259,12 +257,9 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         s_low = xp.where(low, s, xp.inf)
         i_top = xp.argmax(s_up)
         j_min = xp.argmin(s_low)
-        n_moved = 1
-        if moved_prev is None:
-            gap = float(s_up[i_top] - s_low[j_min])
-        else:  # the gap and how many alphas the last round moved, in the one sync of the check
-            h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64)]))
-            gap, n_moved = float(h[0]), int(h[1])
+        # the gap and how many alphas the last round moved, in the one sync of the check
+        h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64)]))
+        gap, n_moved = float(h[0]), int(h[1])
         if verbose and rounds % every == 0:
             print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
         if not (gap > tol):
