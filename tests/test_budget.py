@@ -798,3 +798,29 @@ def test_gpu_column_margins_agree_with_rows_and_the_cpu(gpu_backend):
             else:  # merges: the runs may part at a near-tie but stay close
                 assert np.corrcoef(f, f_c)[0, 1] > 0.98
                 assert abs(st["merges"] - st_c["merges"]) <= 0.05 * st_c["merges"] + 2
+
+
+def test_gpu_loop_reads_float32_sparse_x_as_the_cpu_loop(gpu_backend):
+    """bsgd_train<double> reads X through a raw double pointer: a float32 CSR X (densified on the device,
+    which keeps its dtype) must be cast, as the CPU twin does, not handed to the kernel as float32."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+
+    cpu = get_backend("cpu")
+    rng = np.random.default_rng(5)
+    n, d = 300, 40
+    X = (rng.random((n, d)) * (rng.random((n, d)) < 0.3)).astype(np.float32)
+    y = np.where(X[:, :3].sum(axis=1) > X[:, 3:6].sum(axis=1), 1.0, -1.0)
+    order = rng.permutation(n)
+    kw = dict(t0=0, lam=1.0 / (8 * n), gamma=0.5, budget=n + 1, n_merge=2, merge="cascade")
+    Xs = sp.csr_matrix(X)
+    sv_c, a_c, n_c, st_c = cpu.bsgd_train(Xs, y, order, **kw)
+    for margin in ("rows", "columns"):
+        sv, a, n_g, st = gpu_backend.bsgd_train(csp.csr_matrix(Xs), cp.asarray(y), cp.asarray(order),
+                                                margin=margin, **kw)
+        assert n_g == n_c and st["violations"] == st_c["violations"]
+        np.testing.assert_allclose(cp.asnumpy(a)[:n_g], a_c[:n_c], rtol=1e-12)
+        np.testing.assert_array_equal(cp.asnumpy(sv)[:n_g], sv_c[:n_c])
+    with pytest.raises(ValueError, match="sv of shape"):
+        gpu_backend.bsgd_train(cp.asarray(X), cp.asarray(y), cp.asarray(order), sv=cp.zeros((n + 2, d - 1)),
+                               alpha=cp.zeros(n + 2), **kw)

@@ -556,13 +556,23 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         X, y, order, sv, alpha = _prep(be, X, y, order, budget, sv, alpha)
         if be.issparse(X):
             X = X.toarray()  # the block copies dense rows into shared memory
+        # bsgd_train<double> reads X and writes sv / alpha through raw double pointers: _prep casts only
+        # dense X, so a float32 CSR X (densified above) or a caller's float32 or strided sv / alpha would
+        # be read as garbage. No copy when they already are contiguous float64 (the usual case).
+        X = cp.ascontiguousarray(X, dtype=cp.float64)
         d = X.shape[1]
         cap = budget + 1
+        if sv.ndim != 2 or int(sv.shape[1]) != d or int(sv.shape[0]) < cap or int(alpha.shape[0]) < cap:
+            raise ValueError(f"bsgd_train: sv of shape ({cap}, {d}) and alpha of {cap} entries expected for "
+                             f"budget={budget}, got {tuple(sv.shape)} and {tuple(alpha.shape)}")
+        sv = cp.ascontiguousarray(sv, dtype=cp.float64)
+        alpha = cp.ascontiguousarray(alpha, dtype=cp.float64)
         use_cols = margin == "columns" or (margin == "auto" and d >= GPU_COLUMNS_MIN_FEATURES)
         if use_cols:
             if columns is None:
                 columns = _columns_of_dense_gpu(X)
-            ptr, idx, val, xsq = columns
+            ptr, idx, val, xsq = (cp.ascontiguousarray(a, dtype=t) for a, t in
+                                  zip(columns, (cp.int64, cp.int64, cp.float64, cp.float64)))
             svT = cp.zeros((d, cap), dtype=cp.float64)  # column j = SV j, kept in step with sv
             svT[:, :n_sv] = sv[:n_sv].T
             svsq = cp.zeros(cap, dtype=cp.float64)
