@@ -663,3 +663,25 @@ def test_gpu_l1_penalty_matches_cpu(gpu_backend):
     gpu = LinearSVC(**kw, device="gpu").fit(Xg, cp.asarray(y))
     np.testing.assert_array_equal(gpu.coef_, cpu.coef_)
     assert isinstance(gpu.predict(Xg), cp.ndarray)
+
+
+def test_gpu_sweep_op_refuses_w_without_the_bias_weight(gpu_backend):
+    """dcd_sweeps' kernel reads and writes w[d] (the bias weight): a w of only d entries must be refused,
+    not written one past its end."""
+    import cupy as cp
+
+    rng = np.random.default_rng(3)
+    n, d = 50, 4
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    qd = cp.asarray((X * X).sum(axis=1) + 1.0)
+    fstate = cp.asarray([np.inf, -np.inf, 0.0, float(n), np.inf])
+    istate = cp.asarray(np.array([n, 0, 0, 0, 1], dtype=np.int64))
+    args = (cp.asarray(X), cp.asarray(y), qd, cp.full(n, 0.1), cp.zeros(n), 1.0, cp.zeros(n))
+    tail = (cp.arange(n, dtype=cp.int64), cp.ones(n), fstate, istate, cp.asarray(np.array([5], dtype=np.uint64)),
+            1, 1e-3)
+    with pytest.raises(ValueError, match=r"w .*at least 5 entries"):
+        gpu_backend.dcd_sweeps(*args, cp.zeros(d), *tail)
+    w = cp.zeros(d + 1)
+    gpu_backend.dcd_sweeps(*args, w, *tail)
+    assert float(cp.abs(w).sum()) > 0.0

@@ -368,9 +368,10 @@ def dcd_sweeps_gpu(be, X, y, qd, upper, diag, bias, alpha, w, order, pref, fstat
     from . import check_raw_array
 
     n, d = int(y.shape[0]), int(X.shape[1])
+    # w holds d + 1 weights: the kernel reads and writes the bias weight w[d] after the d feature weights
     for name, arr, dt, ln in (("y", y, cp.float64, n), ("qd", qd, cp.float64, n), ("upper", upper, cp.float64, n),
                               ("diag", diag, cp.float64, n), ("alpha", alpha, cp.float64, n),
-                              ("w", w, cp.float64, d), ("order", order, cp.int64, n),
+                              ("w", w, cp.float64, d + 1), ("order", order, cp.int64, n),
                               ("pref", pref, cp.float64, n), ("fstate", fstate, cp.float64, FSTATE_LEN),
                               ("istate", istate, cp.int64, ISTATE_LEN), ("rng", rng, cp.uint64, 1)):
         check_raw_array(arr, dt, ln, "dcd_sweeps", name)
