@@ -180,8 +180,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         check_class_weight(self.class_weight, name)
         check_n_jobs(self.n_jobs, name)
 
-    @device_memory_guard("BudgetSVC.fit", hint="lower the budget, or pass float32 X (X is copied to the "
-                         "device whole)")
+    @device_memory_guard("BudgetSVC.fit", hint="lower the budget (the device holds X whole in float64, "
+                         "sparse X densified: float32 X does not help)")
     def fit(self, X, y, sample_weight=None):
         """Train on ``X``, ``y``.
 
@@ -209,8 +209,15 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         narrow = shape is not None and len(shape) == 2 and shape[1] < BUDGET_AUTO_GPU_MAX_FEATURES
         be = get_backend(self.device, X, auto_gpu=narrow)
         X = check_X(X, be, dtype=np.float64, owner=name, estimator=self, reset=True)
-        if be.issparse(X) and be.is_gpu:
-            X = X.toarray()  # the GPU loop reads dense rows; the CPU loop only the nonzeros of CSR X
+        if be.is_gpu:
+            # refuse data too wide for the loop's shared memory before the dense copy below (n x d
+            # float64 values), which could otherwise run out of memory first and blame the budget
+            from ._backend.ops.bsgd import check_gpu_shared_memory
+
+            with be.device:
+                check_gpu_shared_memory(be, X.shape[1], int(self.n_merge))
+            if be.issparse(X):
+                X = X.toarray()  # the GPU loop reads dense rows; the CPU loop only the nonzeros of CSR X
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
         classes, y_idx = np.unique(y, return_inverse=True)

@@ -824,3 +824,19 @@ def test_gpu_loop_reads_float32_sparse_x_as_the_cpu_loop(gpu_backend):
     with pytest.raises(ValueError, match="sv of shape"):
         gpu_backend.bsgd_train(cp.asarray(X), cp.asarray(y), cp.asarray(order), sv=cp.zeros((n + 2, d - 1)),
                                alpha=cp.zeros(n + 2), **kw)
+
+
+def test_gpu_fit_refuses_too_wide_data_before_densifying(gpu_backend, monkeypatch):
+    """The GPU loop keeps x and z (2 d doubles) in shared memory: 20,000 features exceed any device's
+    per-block limit. fit says so before its dense n x d copy of sparse X, which on real data (rcv1-like
+    widths) runs out of memory first and then blamed the budget."""
+    import cupyx.scipy.sparse as csp
+
+    X = csp.csr_matrix(sp.random(20, 20_000, density=0.001, format="csr", random_state=0))
+
+    def no_dense(self, *args, **kwargs):
+        raise AssertionError("sparse X densified before the shared-memory check")
+
+    monkeypatch.setattr(type(X), "toarray", no_dense)
+    with pytest.raises(ValueError, match=r"20000 features need \d+ bytes.*device='cpu'"):
+        BudgetSVC(device="gpu", random_state=0).fit(X, np.arange(20) % 2)

@@ -530,6 +530,32 @@ def bsgd_train_cpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
                                   "degradation": float(stats[4]) if track_degradation else float("nan")}
 
 
+def check_gpu_shared_memory(be, d, n_merge):
+    """The GPU loop's kernel and the (dynamic, static) shared memory bytes its block needs for ``d``
+    features; ``ValueError`` when they exceed the device's per-block limit (with the opt-in).
+
+    Dynamic shared memory holds x and z (d doubles each), w (n_merge doubles) and partners (n_merge
+    ints); the kernel's static reduction arrays come on top (both count against the per-block limit, and
+    without the opt-in the dynamic part may use only 48 KiB minus the static part). BudgetSVC calls this
+    before it densifies a sparse X on the device, so that wide data get this error, not an
+    out-of-memory error from a dense copy the loop could never use."""
+    import cupy as cp
+
+    from ..cuda_source import get_kernel
+
+    d, n_merge = int(d), int(n_merge)
+    shmem = (2 * d + n_merge) * 8 + n_merge * 4
+    fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
+    static = int(fn.shared_size_bytes)
+    limit = cp.cuda.Device(be.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
+    if shmem + static > limit:
+        raise ValueError(
+            f"BudgetSVC on the GPU keeps the sample and the merged point in shared memory: "
+            f"{d} features need {shmem + static} bytes, more than this device's {limit} bytes per block. "
+            "Use device='cpu' for data with this many features.")
+    return fn, shmem, static
+
+
 @register_op("bsgd_train", "gpu")
 def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n_gss=DEFAULT_N_GSS, n_gd=10,
                    sv=None, alpha=None, n_sv=0, track_degradation=False, margin="auto", columns=None):
@@ -547,8 +573,6 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
     memory, while the column form needs nnz(x_i) coalesced loads per SV. (The column form's GPU speed
     is not measured yet.)"""
     import cupy as cp
-
-    from ..cuda_source import get_kernel
 
     if margin not in ("auto", "rows", "columns"):
         raise ValueError(f"margin must be 'auto', 'rows' or 'columns'; got {margin!r}")
@@ -585,18 +609,7 @@ def bsgd_train_gpu(be, X, y, order, *, t0, lam, gamma, budget, n_merge, merge, n
         state = cp.asarray([int(n_sv)], dtype=cp.int32)
         stats = cp.zeros(4, dtype=cp.uint64)
         threads = 256
-        # dynamic shared memory: x and z (d doubles each), w (n_merge doubles), partners (n_merge ints);
-        # the kernel's static reduction arrays come on top (both count against the per-block limit,
-        # and without the opt-in the dynamic part may use only 48 KiB minus the static part)
-        shmem = (2 * d + n_merge) * 8 + n_merge * 4
-        fn = get_kernel("bsgd.cu", "bsgd_train<double>", be.device_id)
-        static = int(fn.shared_size_bytes)
-        limit = cp.cuda.Device(be.device_id).attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
-        if shmem + static > limit:
-            raise ValueError(
-                f"BudgetSVC on the GPU keeps the sample and the merged point in shared memory: "
-                f"{d} features need {shmem + static} bytes, more than this device's {limit} bytes per block. "
-                "Use device='cpu' for data with this many features.")
+        fn, shmem, static = check_gpu_shared_memory(be, d, n_merge)
         if shmem + static > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shmem
         fn((1,), (threads,), (
