@@ -940,3 +940,20 @@ def test_to_device_gpu_and_back_gives_the_same_predictions(gpu_backend):
     m2 = pickle.loads(pickle.dumps(m))
     for lv, dec in before.items():
         np.testing.assert_allclose(m2.decision_function(X, level=lv), dec, rtol=0, atol=1e-9)
+
+
+def test_kernel_kmeans_group_sums_accumulate_in_float64_on_the_gpu(gpu_backend):
+    """The per-cluster sums of (float32) Gram blocks accumulate in float64 on both devices, as
+    cluster_distances promises: a float32 indicator product accumulated them in float32 on the GPU."""
+    import cupy as cp
+
+    from gpusvm._solvers.kernel_kmeans import _group_sums
+
+    rng = np.random.default_rng(9)
+    K = rng.random((6000, 40)).astype(np.float32)  # 6,000 float32 Gram values per column
+    starts = [0, 10, 4000, 4000, 6000]  # an empty group among them
+    want = _group_sums(get_backend("cpu"), K, starts)
+    got = cp.asnumpy(_group_sums(gpu_backend, cp.asarray(K), starts))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(got[2], 0.0)
