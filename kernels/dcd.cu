@@ -127,8 +127,8 @@ __global__ void dcd_sweeps(const T* __restrict__ Xd, const T* __restrict__ data,
                     order[q] = order[j];
                     order[j] = t;
                 }
-                pgmax_new = -INF;
-                pgmin_new = INF;
+                pgmax_new = 0.0;  // the range includes 0, as the CPU loop's (ops/dcd.py)
+                pgmin_new = 0.0;
                 first = (sweeps == 0);
                 s = 0;
             }

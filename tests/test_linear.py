@@ -174,6 +174,27 @@ def test_zero_sample_weight_equals_dropping_samples():
     np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-12)
 
 
+@pytest.mark.parametrize("solver", ["dcd", "avsf"])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_equal_rows_of_opposite_labels_reach_the_optimum(solver, loss):
+    """Rows that all equal one x with labels half 0, half 1: the optimum is w = 0, b = 0. Merged by
+    deduplicate into two rows, both dual variables violated alike (pg = -2) in a sweep, and the sweep's
+    range of projected gradients, 0 without 0 in it, stopped the solver at w = +-0.25 x (LIBLINEAR's
+    rule; sklearn's LinearSVC on the two rows stops there for some seeds too)."""
+    X = np.ones((10, 3))
+    y = np.arange(10) % 2
+    opt = LinearSVC(solver=solver, loss=loss, deduplicate=False, tol=1e-8, max_iter=10_000, random_state=0)
+    opt = opt.fit(X, y).objective_[0]
+    for seed in range(4):
+        for dedupe in (True, False):
+            m = LinearSVC(solver=solver, loss=loss, deduplicate=dedupe, random_state=seed).fit(X, y)
+            np.testing.assert_allclose(m.coef_, 0.0, atol=1e-3)
+            np.testing.assert_allclose(m.intercept_, 0.0, atol=1e-3)
+            assert m.objective_[0] <= opt + 1e-3
+        m = LinearSVC(solver=solver, loss=loss, random_state=seed).fit(X[:2], y[:2])
+        np.testing.assert_allclose(m.coef_, 0.0, atol=1e-3)
+
+
 def test_no_intercept_and_intercept_scaling():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(150, 4)) + 1.0

@@ -11,7 +11,12 @@ SVM with shrinking, as in LIBLINEAR:
 It is Algorithm 2 of Glasmachers & Dogan (below): every sweep visits the active variables in a fresh
 random order; a variable at a bound whose gradient lies beyond the previous sweep's extreme projected
 gradient (``v_max`` / ``v_min``) leaves the active set; when ``v_max - v_min <= tol`` the active set is
-reset to all variables and the solver stops only once a sweep over all of them also meets ``tol``.
+reset to all variables and the solver stops only once a sweep over all of them also meets ``tol``. One
+change to LIBLINEAR: ``v_max >= 0 >= v_min`` (the range of the sweep's projected gradients, 0 included).
+LIBLINEAR's range of the visited values is 0 when all of them violate alike, as two rows of opposite
+labels and equal x (e.g. copies merged by ``deduplicate``) both at ``pg = -2`` in a sweep, and it stopped
+there with a wrong ``w`` (sklearn's LinearSVC too, on 2 such rows, for some seeds); the rule is otherwise
+the same, since every sweep with a satisfied variable at a bound already holds a 0.
 
 ``method="avsf"``: adaptive variable selection frequencies,
 

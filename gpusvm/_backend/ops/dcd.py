@@ -161,8 +161,11 @@ def _make_sweeps(SPARSE, AVSF):
                 order[j] = t
             pgmax_old = fstate[0]
             pgmin_old = fstate[1]
-            pgmax_new = -np.inf
-            pgmin_new = np.inf
+            # the range of the sweep's projected gradients, 0 included (every one is 0 at the optimum):
+            # LIBLINEAR's range of the visited values alone is 0 when they all violate alike (two
+            # points, e.g. merged copies, both at pg = -2), and the solver stopped at a non-optimal w
+            pgmax_new = 0.0
+            pgmin_new = 0.0
             first = istate[1] == 0
             updates = istate[2]
             ref = fstate[2]
