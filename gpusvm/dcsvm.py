@@ -220,7 +220,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Merge equal training points of the same label before dividing, as :class:`gpusvm.SVC` does
         (exact: the top-level model is the SVM of all the points; the clusters, levels and early models
         are those of the distinct points). "auto" merges when the distinct (x, y) pairs are at most half
-        of the rows.
+        of the rows, unless a class pair would then have fewer distinct points than the clusters of its
+        finest clustered level (it then keeps the copies, which the levels can divide, as False does).
 
     Attributes
     ----------
@@ -390,7 +391,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from ._solvers.dcsvm import check_cluster_count, dcsvm_solve
+        from ._solvers.dcsvm import check_cluster_count, dcsvm_solve, too_few_for_clusters
 
         self._validate_params()
         if y is None:
@@ -421,13 +422,19 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         pairs = [(a, b) for a, b, _, _ in problems]
         cache_bytes = int(float(self.cache_size) * 2**20)
         worker_device = "cpu" if not be.is_gpu else "auto"
+        cluster_args = (int(self.n_levels), int(self.n_clusters_per_level),
+                        0 if self.early_stop_level is None else int(self.early_stop_level), int(self.min_cluster_size))
         reduced = [reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
                    for _, _, idx, yb in problems]
-        if n_classes > 2:  # name the pair before solving any (two classes: the solver's check says it)
-            for (a, b, _, _), (rows, _, _, _) in zip(problems, reduced):
-                check_cluster_count(int(rows.shape[0]), int(self.n_levels), int(self.n_clusters_per_level),
-                                    0 if self.early_stop_level is None else int(self.early_stop_level),
-                                    int(self.min_cluster_size), pair=tuple(classes[[a, b]].tolist()))
+        if group is not None and isinstance(self.deduplicate, str) and not all(
+                too_few_for_clusters(int(rows.shape[0]), *cluster_args) is None for rows, _, _, _ in reduced):
+            # "auto" is a speed-up: where merged copies leave fewer points than clusters, keep the copies
+            group = None
+            reduced = [reduce_problem(idx, yb, Cvec_all[idx], None) for _, _, idx, yb in problems]
+        # name the problem before solving any: the pair, and the rows that deduplicate merged
+        for (a, b, idx, _), (rows, _, _, _) in zip(problems, reduced):
+            pair = tuple(classes[[a, b]].tolist()) if n_classes > 2 else None
+            check_cluster_count(int(rows.shape[0]), *cluster_args, pair=pair, n_rows=int(idx.shape[0]))
         # one generator per pair (drawn in pair order), so that threads give the model of one thread;
         # a binary fit uses the estimator's generator itself
         pair_rngs = [rng] if len(problems) == 1 else [

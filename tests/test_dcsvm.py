@@ -286,6 +286,25 @@ def test_executor_errors_name_the_level_and_cluster():
             DCSVC(min_cluster_size=0, n_levels=2, device="cpu", random_state=0, executor=ex).fit(X, y)
 
 
+def test_auto_deduplicate_keeps_copies_the_levels_need():
+    """30 rows holding 3 distinct points: merged, the problems have 2 or 3 points, fewer than the 4
+    clusters of early_stop_level=1. deduplicate="auto" (a speed-up) used to merge them anyway and refuse
+    the fit with "more than the 3 training samples"; it now keeps the copies and fits as
+    deduplicate=False does. An explicit True still refuses, naming the merge."""
+    rng = np.random.default_rng(0)
+    X = np.tile(rng.normal(size=(3, 2)), (10, 1))
+    for y in (np.tile([0, 1, 1], 10), np.tile([0, 1, 2], 10)):
+        kw = dict(early_stop_level=1, device="cpu", random_state=0)
+        auto = DCSVC(**kw).fit(X, y)
+        plain = DCSVC(deduplicate=False, **kw).fit(X, y)
+        np.testing.assert_array_equal(auto.predict(X), plain.predict(X))
+        np.testing.assert_array_equal(auto.predict(X), y)
+        assert auto.n_distinct_ == 3
+        with pytest.raises(ValueError, match=r"needs 4 clusters at level 1, .* (2|3) distinct training points "
+                                             r"\(deduplicate merged the copies among its (20|30) rows\)"):
+            DCSVC(deduplicate=True, **kw).fit(X, y)
+
+
 # ---------------------------------------------------------------------------------------------
 def test_bad_input_messages():
     rng = np.random.default_rng(0)

@@ -173,8 +173,8 @@ from . import get_binary_solver
 from ._common import resolve_gram_dtype
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
-__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "lowest_clustered_level",
-           "repair_feasibility", "solve_subproblem_task", "local_decision", "batchable"]
+__all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "too_few_for_clusters",
+           "lowest_clustered_level", "repair_feasibility", "solve_subproblem_task", "local_decision", "batchable"]
 
 
 @dataclass
@@ -323,20 +323,32 @@ def lowest_clustered_level(n, n_levels, k, stop=0, min_cluster_size=0):
     return 0
 
 
-def check_cluster_count(n, n_levels, k, stop=0, min_cluster_size=0, *, pair=None):
+def too_few_for_clusters(n, n_levels, k, stop=0, min_cluster_size=0):
+    """The finest level that will be clustered (:func:`lowest_clustered_level`) when it needs more
+    clusters than the ``n`` points, else None."""
+    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
+    return low if low and k ** low > n else None
+
+
+def check_cluster_count(n, n_levels, k, stop=0, min_cluster_size=0, *, pair=None, n_rows=None):
     """Raise when the finest level that will be clustered (:func:`lowest_clustered_level`) needs more
     clusters than the ``n`` points; ``pair`` (two class labels) names the one-vs-one problem in the
-    message."""
-    low = lowest_clustered_level(n, n_levels, k, stop, min_cluster_size)
-    if not low or k ** low <= n:
+    message, ``n_rows`` (the problem's rows when ``deduplicate`` merged them into ``n`` points) the
+    merge."""
+    low = too_few_for_clusters(n, n_levels, k, stop, min_cluster_size)
+    if low is None:
         return
+    merged = n_rows is not None and n_rows != n
+    what = f"distinct training points (deduplicate merged the copies among its {n_rows} rows)" if merged else \
+        "training samples"
     if pair is None:
-        short = f"more than the {n} training samples"
+        short = f"more than the {n} {what}"
     else:
-        short = (f"but the class pair {pair[0]!r} / {pair[1]!r} has only {n} training samples (one-vs-one: each "
+        short = (f"but the class pair {pair[0]!r} / {pair[1]!r} has only {n} {what} (one-vs-one: each "
                  "pair of classes is divided on its own)")
+    fix = "lower n_levels or n_clusters_per_level" + (", or deduplicate=False or 'auto'" if merged else "")
     raise ValueError(f"DCSVC with n_levels={n_levels} and n_clusters_per_level={k} needs {k ** low} clusters at "
-                     f"level {low}, {short}; lower n_levels or n_clusters_per_level.")
+                     f"level {low}, {short}; {fix}.")
 
 
 def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
