@@ -195,6 +195,26 @@ def test_equal_rows_of_opposite_labels_reach_the_optimum(solver, loss):
         np.testing.assert_allclose(m.coef_, 0.0, atol=1e-3)
 
 
+def test_newton_stops_at_zero_when_the_gradient_terms_cancel():
+    """Every point twice, once per label: the optimum is w = 0, where the gradient is a sum of terms
+    that cancel to rounding. The Newton solver's relative rule ||g|| <= tol ||g(0)|| chased that
+    rounding up to max_iter steps and warned; it now stops at w = 0 at once, as scikit-learn's."""
+    rng = np.random.RandomState(0)
+    for _ in range(3):
+        X = rng.randn(8, 3) * 10
+        y = (X[:, 0] > 0).astype(int)
+        perm = rng.permutation(16)
+        X2, y2 = np.vstack([X, X])[perm], np.r_[y, 1 - y][perm]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            m = LinearSVC(loss="squared_hinge", solver="newton", dual=False).fit(X2, y2)
+        assert m.n_iter_ == 0
+        np.testing.assert_array_equal(m.coef_, 0.0)
+        np.testing.assert_array_equal(m.intercept_, 0.0)
+        sk = SkLinearSVC(dual=False).fit(X2, y2)
+        np.testing.assert_allclose(m.decision_function(X2), sk.decision_function(X2), atol=1e-12)
+
+
 def test_no_intercept_and_intercept_scaling():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(150, 4)) + 1.0

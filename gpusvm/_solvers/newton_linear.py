@@ -39,7 +39,9 @@ truncated Newton methods for linear classification", IEEE TNNLS 2021), in our ow
    trial costs O(n), not a pass over the data;
 3. stop when ``||g|| <= tol * max(min(n_pos, n_neg), 1) / n * ||g(0)||``, LIBLINEAR's criterion for its
    primal classification solvers (scikit-learn passes ``tol`` to it unchanged), or after ``max_iter``
-   Newton steps.
+   Newton steps; at once, with ``w = 0``, when ``||g(0)||`` is within the rounding of its terms,
+   ``n eps sum_i 2 C_i ||x~_i||`` (its terms cancel: w = 0 is the optimum, and the relative rule
+   would chase rounding).
 
 Each Hessian-vector product ``v + 2 X~_I^T (C_I X~_I v)`` is two passes over the rows in ``I``; when
 ``I`` holds at most half of the rows they are gathered once per Newton step so the products skip the
@@ -156,6 +158,14 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
                              f"{float(xp.max(C)):.3g}); lower C or scale the features.")
         if gnorm0 is None:
             gnorm0 = gnorm
+            # g(0) = -sum_i 2 C_i y_i x~_i. When its terms cancel to their rounding (copies of points
+            # with both labels) w = 0 is the optimum, and ||g|| <= eps ||g(0)|| could only be met by
+            # chasing rounding (up to max_iter steps, then a ConvergenceWarning): stop at w = 0, as
+            # LIBLINEAR does there
+            terms = float(xp.sum(dc_all * xp.sqrt(be.row_sqnorms(X, f64) + bias * bias)))
+            if gnorm <= n_used * float(xp.finfo(X.dtype).eps) * terms:
+                converged = True
+                break
         if verbose:
             print(f"[newton] iter {n_iter} f {f:.10g} |g| {gnorm:.3g} active {int(xp.count_nonzero(active))} "
                   f"cg {n_cg}")
