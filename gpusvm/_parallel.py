@@ -12,15 +12,45 @@ the solves; 8 classes, 2 cores) gained 1.12x from two threads without the limit 
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import threading
 
 from joblib import effective_n_jobs
+
+# single_blas_thread's state: how many blocks are inside it, and the threadpoolctl limiter they share
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS = 0
+_BLAS_LIMITER = None
 
 
 def check_n_jobs(n_jobs, owner):
     """Validate an ``n_jobs`` hyperparameter: None or a nonzero int (joblib's convention)."""
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
         raise ValueError(f"The 'n_jobs' parameter of {owner} must be None or a nonzero int. Got {n_jobs!r} instead.")
+
+
+@contextlib.contextmanager
+def single_blas_thread():
+    """BLAS limited to one thread while the block runs, restored when the last such block in the process
+    ends. threadpoolctl's limit is process-wide: two fits with ``n_jobs`` in a caller's threads each
+    saved the limit they found and restored it on leaving, so the one that entered second and left last
+    restored the other's limit of one thread, and BLAS stayed single-threaded after both."""
+    global _BLAS_USERS, _BLAS_LIMITER
+    with _BLAS_LOCK:
+        if _BLAS_USERS == 0:
+            from threadpoolctl import threadpool_limits
+
+            _BLAS_LIMITER = threadpool_limits(limits=1, user_api="blas")
+        _BLAS_USERS += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0:
+                _BLAS_LIMITER.restore_original_limits()
+                _BLAS_LIMITER = None
 
 
 def map_problems(fn, items, n_jobs, *, on_gpu):
@@ -32,7 +62,5 @@ def map_problems(fn, items, n_jobs, *, on_gpu):
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as ex:
+    with single_blas_thread(), ThreadPoolExecutor(max_workers=workers) as ex:
         return list(ex.map(fn, items))

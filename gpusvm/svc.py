@@ -20,7 +20,7 @@ from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
-from ._parallel import check_n_jobs, map_problems
+from ._parallel import check_n_jobs, map_problems, single_blas_thread
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_options, check_scalar,
                           check_X, to_input_library, to_numpy, weights_per_sample)
@@ -115,9 +115,7 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
         return dec
     from concurrent.futures import ThreadPoolExecutor
 
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=threads) as ex:
+    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as ex:
         list(ex.map(block, starts))
     return dec
 

@@ -199,6 +199,57 @@ def test_map_problems_limits_blas_to_one_thread_while_its_threads_run():
         assert map_problems(blas_threads, range(2), 1, on_gpu=False) == [before] * 2
 
 
+def test_map_problems_in_overlapping_caller_threads_restore_blas(monkeypatch):
+    """Two fits with n_jobs in a caller's threads overlap: the first enters, the second enters, the first
+    leaves, then the second. Each used to save the process-wide BLAS limit it found and restore it on
+    leaving, so the second restored the first's limit of one thread and BLAS stayed single-threaded after
+    both (seen with real fits in a ThreadPoolExecutor). threadpoolctl is replaced by a stand-in that keeps
+    the process-wide count, because OpenBLAS does not always report a count set from another thread."""
+    import threading
+
+    import threadpoolctl
+
+    from gpusvm._parallel import map_problems
+
+    blas = {"threads": 2}
+
+    class Limits:  # threadpoolctl.threadpool_limits on one process-wide BLAS count
+        def __init__(self, limits, user_api):
+            self.saved, blas["threads"] = blas["threads"], limits
+
+        def restore_original_limits(self):
+            blas["threads"] = self.saved
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.restore_original_limits()
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", Limits)
+    inside = {name: threading.Barrier(3) for name in "ab"}
+    leave = {name: threading.Event() for name in "ab"}
+
+    def work(name):
+        def fn(_):
+            inside[name].wait(timeout=10)
+            leave[name].wait(timeout=10)
+        return lambda: map_problems(fn, range(2), 2, on_gpu=False)
+
+    threads = {name: threading.Thread(target=work(name)) for name in "ab"}
+    threads["a"].start()
+    inside["a"].wait(timeout=10)
+    threads["b"].start()
+    inside["b"].wait(timeout=10)
+    assert blas["threads"] == 1
+    leave["a"].set()
+    threads["a"].join(timeout=10)
+    assert blas["threads"] == 1  # b's threads still run
+    leave["b"].set()
+    threads["b"].join(timeout=10)
+    assert blas["threads"] == 2
+
+
 def test_break_ties_as_sklearn():
     from sklearn.datasets import make_blobs
 
