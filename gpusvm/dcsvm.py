@@ -201,7 +201,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         "ovo" returns one column per class pair. Predictions are the one-vs-one vote either way.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
     random_state : int, numpy Generator/RandomState or None, default=None
-        Seeds the kernel k-means samples and seeds. With more than two classes every class pair
+        Seeds the kernel k-means samples and seeds; None draws the seed from NumPy's global random state
+        (``np.random.seed``), as scikit-learn's estimators do. With more than two classes every class pair
         draws its own seed from it first (so a pair's clustering does not depend on the others).
     n_jobs : int, default=None
         Threads that solve the class pairs of a multi-class CPU fit at the same time, or, with two
@@ -363,11 +364,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         rs = self.random_state
         if isinstance(rs, np.random.Generator):
             return rs, None
-        if isinstance(rs, np.random.RandomState):
-            seed = int(rs.randint(2**31 - 1))
+        if rs is None or isinstance(rs, np.random.RandomState):
+            # None: NumPy's global RandomState, as scikit-learn's check_random_state (so np.random.seed
+            # makes the fit reproducible, as it does LinearSVC's and BudgetSVC's)
+            from sklearn.utils import check_random_state
+
+            seed = int(check_random_state(rs).randint(2**31 - 1))
             return np.random.default_rng(seed), seed
-        if rs is None:
-            return np.random.default_rng(), None
         check_scalar(rs, "random_state", "DCSVC", kind="int", low=0)
         return np.random.default_rng(int(rs)), int(rs)
 

@@ -165,6 +165,27 @@ def test_threads_solve_a_binary_levels_clusters_with_the_same_model(monkeypatch)
     assert [lv["n_iter"] for lv in two.levels_] == [lv["n_iter"] for lv in one.levels_]
 
 
+def test_random_state_none_follows_numpy_global_seed():
+    """random_state=None draws from NumPy's global RandomState, as scikit-learn's check_random_state (and
+    LinearSVC, BudgetSVC): np.random.seed makes the fit reproducible. It drew fresh entropy instead, so
+    two fits after the same np.random.seed clustered differently."""
+    from gpusvm.datasets import make_chessboard
+
+    X, y = make_chessboard(600, n_tiles=3, random_state=2)
+    kw = dict(min_cluster_size=0, n_levels=2, n_clusters_per_level=3, early_stop_level=2, C=10.0, gamma=8.0,
+              device="cpu")
+    state = np.random.get_state()
+    try:
+        np.random.seed(5)
+        a = DCSVC(**kw).fit(X, y)
+        np.random.seed(5)
+        b = DCSVC(**kw).fit(X, y)
+    finally:
+        np.random.set_state(state)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    np.testing.assert_array_equal(a.support_, b.support_)
+
+
 def test_asking_for_a_skipped_level_names_it_when_the_refine_was_skipped_too():
     """levels_ records a skipped refine solve as level "refine"; the error for an unsolved level used to
     sort it together with the integer levels and raise a TypeError instead."""
