@@ -326,6 +326,34 @@ def test_auto_deduplicate_keeps_copies_the_levels_need():
             DCSVC(deduplicate=True, **kw).fit(X, y)
 
 
+class _AlteringExecutor(cf.Executor):
+    """Runs tasks inline and hands back ``alter(result)`` instead of the task's own result."""
+
+    def __init__(self, alter):
+        self.alter = alter
+
+    def submit(self, fn, /, *args, **kwargs):
+        fut = cf.Future()
+        fut.set_result(self.alter(fn(*args, **kwargs)))
+        return fut
+
+
+def test_executor_returning_other_objects_names_the_level_and_cluster():
+    """An executor whose futures hold something else than the task's result (None, a dict without its
+    keys, an alpha of the wrong length or with NaN) raised a bare TypeError / KeyError / ValueError from the
+    line that read it, or (NaN) went on into the next level; now a RuntimeError naming level and cluster."""
+    X, y = load_bundled("breast_cancer")
+    kw = dict(min_cluster_size=0, n_levels=2, device="cpu", random_state=0)
+    for alter, why in [(lambda out: None, "TypeError"), (lambda out: {"alpha": out["alpha"]}, "KeyError"),
+                       (lambda out: {**out, "alpha": out["alpha"][:-1]}, r"alpha of shape \(\d+,\)"),
+                       (lambda out: {**out, "alpha": out["alpha"] * np.nan}, "not finite")]:
+        with pytest.raises(RuntimeError, match=rf"level 2, cluster 0 \(\d+ points\): the executor returned .*{why}"):
+            DCSVC(executor=_AlteringExecutor(alter), **kw).fit(X, y)
+    # lists and other array-likes of the right length are taken
+    est = DCSVC(executor=_AlteringExecutor(lambda out: {**out, "alpha": list(out["alpha"])}), **kw).fit(X, y)
+    np.testing.assert_array_equal(est.support_, DCSVC(**kw).fit(X, y).support_)
+
+
 # ---------------------------------------------------------------------------------------------
 def test_bad_input_messages():
     rng = np.random.default_rng(0)

@@ -278,6 +278,29 @@ def solve_subproblem_task(task):
     return out
 
 
+def _task_result(be, out, size, level, c):
+    """The result of cluster ``c``'s :func:`solve_subproblem_task` as an executor returned it, on ``be``.
+    Anything else (not a dict with its keys, or an alpha that is not ``size`` finite values: an executor
+    that returns its own objects) stops the fit with a ``RuntimeError`` naming the level and cluster; it
+    raised a bare TypeError or KeyError from the line that read it, or went into the next level."""
+    xp = be.xp
+    try:
+        alpha = be.asarray(out["alpha"], dtype=xp.float64)
+        dec = out["decision"]
+        dec = None if dec is None else be.asarray(dec, dtype=xp.float64)
+        if alpha.shape != (size,) or (dec is not None and dec.shape != (size,)):
+            raise ValueError(f"alpha of shape {alpha.shape} and decision of shape "
+                             f"{None if dec is None else dec.shape} for {size} points")
+        if not bool(xp.all(xp.isfinite(alpha))):
+            raise ValueError("alpha holds values that are not finite")
+        return {"alpha": alpha, "b": float(out["b"]), "objective": float(out["objective"]),
+                "n_iter": int(out["n_iter"]), "converged": bool(out["converged"]), "decision": dec}
+    except Exception as exc:
+        raise RuntimeError(f"DC-SVM subproblem of level {level}, cluster {c} ({size} points): the executor returned "
+                           f"{type(out).__name__}, not the result of solve_subproblem_task (a dict of alpha, b, "
+                           f"objective, n_iter, converged, decision): {exc!r}") from exc
+
+
 def local_decision(be, model: LocalModels, X, *, x_sqnorm=None):
     """Early-prediction decision values (eq. (11) of the paper, with the local bias): each row of ``X``
     is scored by the local model of its nearest cluster. Returns (decision (n,), cluster (n,))."""
@@ -531,10 +554,7 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 except Exception as exc:
                     raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
                                        f"({starts[c + 1] - starts[c]} points) on the executor: {exc!r}") from exc
-                out["alpha"] = be.asarray(out["alpha"])
-                if out["decision"] is not None:
-                    out["decision"] = be.asarray(out["decision"])
-                results[c] = out
+                results[c] = _task_result(be, out, starts[c + 1] - starts[c], level, c)
         except BaseException:
             for fut in futures.values():
                 try:
