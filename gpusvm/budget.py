@@ -67,7 +67,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     gamma : {"scale", "auto"} or float, default="scale"
         k(x, z) = exp(-gamma ||x - z||^2); "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features.
     budget : int, default=500
-        Most support vectors per binary problem; must be >= ``n_merge``.
+        Most support vectors per binary problem; must be >= ``n_merge``. A budget above the number of
+        SGD steps (``epochs`` x n_samples; each adds at most one) is never reached, and memory is sized
+        by the steps then.
     n_merge : int, default=2
         M, the number of SVs merged into one at each budget maintenance (2 = classic BSGD). >= 2.
     merge : {"cascade", "cascade-light", "gradient", "greedy"}, default="cascade"

@@ -416,6 +416,29 @@ def test_gradient_merge_runs_and_differs_from_cascade():
     assert np.mean(a.predict(X) == b.predict(X)) > 0.8
 
 
+def test_budget_above_the_number_of_steps_allocates_by_the_steps():
+    """A step adds at most one SV, so a budget above epochs x n_samples is never reached; the loop's
+    (budget + 1)-row buffers were allocated (and the CPU loop's transposed copy written) at the full budget:
+    the default 500 on 60 samples of 10^6 sparse features held 4 GB per one-vs-rest problem. Now they are
+    sized by the steps, and the model is the same."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2000))
+    y = (X[:, 0] > 0).astype(int)
+    exact = BudgetSVC(budget=80, epochs=2, random_state=0, device="cpu").fit(X, y)  # (and Numba's compilation)
+    tracemalloc.start()
+    try:
+        big = BudgetSVC(budget=20_000, epochs=2, random_state=0, device="cpu").fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20  # 80 steps: 81 rows of 2,000 float64 (was 20,001 rows: 320 MB)
+    np.testing.assert_array_equal(big.dual_coef_, exact.dual_coef_)
+    np.testing.assert_array_equal(big.support_vectors_, exact.support_vectors_)
+    assert big.n_merges_ == 0
+
+
 def test_sparse_equals_dense_and_seed_is_deterministic():
     X, y = _small_problem(n=300, seed=5)
     kw = dict(C=4, gamma=4, budget=25, n_merge=3, random_state=7, device="cpu")
