@@ -256,3 +256,33 @@ def test_gram_of_wide_sparse_data_stays_sparse(backend, kind):
     np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12)
     if not backend.is_gpu:  # (device memory is not traced)
         assert peak < 20 * 2**20, f"peak {peak / 2**20:.0f} MB"
+
+
+def test_parallel_transform_from_threads_under_numba_workqueue_layer():
+    """The parallel Numba transform (float64 poly tiles of 2**20 elements and more) is reached from our own
+    threads (n_jobs, prediction blocks) at once; Numba's workqueue threading layer, its fallback without
+    TBB or OpenMP, aborted the process on concurrent launches. The calls now take turns (a fresh process:
+    the layer is fixed at the first parallel launch)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import numpy as np\n"
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "from gpusvm import GramSpec, get_backend\n"
+            "be = get_backend('cpu')\n"
+            "rng = np.random.default_rng(0)\n"
+            "A, B = rng.normal(size=(1100, 5)), rng.normal(size=(1000, 5))\n"
+            "spec = GramSpec('poly', gamma=0.1, coef0=1.0, degree=3)\n"
+            "ref = be.gram(A, B, spec, dtype=np.float64)\n"
+            "with ThreadPoolExecutor(4) as ex:\n"
+            "    outs = list(ex.map(lambda _: be.gram(A, B, spec, dtype=np.float64), range(24)))\n"
+            "import numba\n"
+            "assert numba.threading_layer() == 'workqueue'\n"
+            "assert all(np.array_equal(o, ref) for o in outs)\n"
+            "print('ok')\n")
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])

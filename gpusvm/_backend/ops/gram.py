@@ -11,7 +11,9 @@ matrix (SVC's ``kernel="precomputed"``) is a gather instead (:func:`gpusvm._gram
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 from ..._gram import precomputed_gram
 from ..base import register_op
@@ -108,6 +110,12 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
 
 _CPU_FUSED: dict = {}
 _PARALLEL_MIN_ELEMS = 1 << 16  # below this, starting the thread pool costs more than it saves
+# The parallel build runs one call at a time. Our own threads (n_jobs, prediction blocks) reach it together,
+# and Numba's workqueue threading layer, the one it falls back to without TBB or OpenMP (e.g. macOS wheels
+# without libomp), aborts the process on concurrent launches ("Concurrent access has been detected"):
+# SVC(kernel="poly", gram_dtype="float64", decomposition="batched", n_jobs=2) on 6,000 x 10 did. Each call
+# already occupies every core, so little is lost under the other layers.
+_PARALLEL_LOCK = threading.Lock()
 
 
 def _cpu_fused(parallel: bool):
@@ -209,8 +217,10 @@ def _transform_cpu(be, prod, dst, xn, yn, spec):
     T = dst.dtype.type
     if xn is None:  # unused unless rbf; typed placeholders keep one compiled signature per dtype
         xn = yn = np.zeros(1, dtype=dst.dtype)
-    fn = _cpu_fused(prod.size >= _PARALLEL_MIN_ELEMS)
-    fn(prod, dst, xn, yn, spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
+    parallel = prod.size >= _PARALLEL_MIN_ELEMS
+    fn = _cpu_fused(parallel)
+    with _PARALLEL_LOCK if parallel else contextlib.nullcontext():
+        fn(prod, dst, xn, yn, spec.code, T(spec.gamma), T(spec.coef0), spec.degree)
 
 
 def _transform_gpu(be, prod, dst, xn, yn, spec):
