@@ -286,3 +286,31 @@ def test_parallel_transform_from_threads_under_numba_workqueue_layer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])
+
+
+def test_serial_and_parallel_transforms_keep_their_own_numba_cache():
+    """Numba's disk cache keys a function's entries by signature, not by its parallel flag, and both builds
+    of the fused transform came from one function: the build compiled first served both from the cache
+    (small tiles launched the thread pool, or large tiles ran on one thread). Each process, the first one
+    compiling and the second one loading from the cache, must run each build as built."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import numpy as np, numba\n"
+            "import gpusvm._backend.ops.gram as G\n"
+            "def layer():\n"
+            "    try:\n"
+            "        return numba.threading_layer()\n"
+            "    except ValueError:\n"
+            "        return None\n"
+            "prod = np.ones((64, 64)); dst = np.empty_like(prod); xn = np.zeros(1)\n"
+            "G._cpu_fused(False)(prod, dst, xn, xn, 1, 0.1, 1.0, 3)\n"
+            "assert layer() is None, 'the serial build launched the thread pool'\n"
+            "G._cpu_fused(True)(prod, dst, xn, xn, 1, 0.1, 1.0, 3)\n"
+            "assert layer() is not None, 'the parallel build ran without the thread pool'\n"
+            "print('ok')\n")
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                             cwd=Path(__file__).resolve().parents[1])
+        assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])

@@ -146,6 +146,10 @@ def _cpu_fused(parallel: bool):
                         v = math.tanh(gamma * v + coef0)
                     dst[r, c] = v
 
+        # Numba's disk cache names a function's entries by its qualified name and line and keys them by
+        # signature, not by the parallel flag: both builds shared one cache, so the build compiled first
+        # served both (small tiles launched the thread pool, or large ones ran on one thread)
+        fused.__qualname__ += "_parallel" if parallel else "_serial"
         fn = numba.njit(sigs, parallel=parallel, cache=True, nogil=True)(fused)
         _CPU_FUSED[parallel] = fn
     return fn
