@@ -134,6 +134,12 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
         raise ValueError(f"{name!r}{where} must be numeric, got dtype {X.dtype}.")
     target = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
     X = be.asarray(X, dtype=target)
+    if be.issparse(X) and not getattr(X, "has_canonical_format", False):
+        # sorted indices without duplicates (the compiled loops scatter rows into a dense buffer, so a
+        # repeated column would count once); on a copy, never on the caller's matrix. Before the checks
+        # below: they must see the summed values (two stored 1e154 are one 2e154, whose square overflows)
+        X = X.copy()
+        X.sum_duplicates()
     data = X.data if be.issparse(X) else X
     if not bool(be.xp.isfinite(data).all()):
         nan = bool(be.xp.isnan(data).any())
@@ -146,11 +152,6 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
             raise ValueError(f"{name!r}{where} has values up to {big:.3g}, whose squares overflow float64 "
                              "(every gram and row norm squares them); scale the features first, e.g. with "
                              "sklearn.preprocessing.StandardScaler.")
-    if be.issparse(X) and not getattr(X, "has_canonical_format", False):
-        # sorted indices without duplicates (the compiled loops scatter rows into a dense buffer, so a
-        # repeated column would count once); on a copy, never on the caller's matrix
-        X = X.copy()
-        X.sum_duplicates()
     return X
 
 

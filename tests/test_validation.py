@@ -137,6 +137,21 @@ def test_non_canonical_csr_gives_the_canonical_model_and_stays_untouched(make):
     np.testing.assert_array_equal(M.data, before[1])
 
 
+@pytest.mark.parametrize("make", _estimators())
+def test_repeated_csr_entries_are_summed_before_the_overflow_check(make):
+    """Two stored entries 1e154 of one position are the value 2e154, whose square overflows: refused like
+    the dense matrix (the checks ran before the entries were summed, and LinearSVC fitted a zero model)."""
+    X, y = _small_problem()
+    C = sp.csr_matrix(X)
+    data, indices = C.data.copy(), C.indices.copy()
+    data[0] = 1e154
+    M = sp.csr_matrix((np.insert(data, 0, 1e154), np.insert(indices, 0, indices[0]),
+                       np.concatenate([[0], C.indptr[1:] + 1])), shape=C.shape)
+    assert not M.has_canonical_format and abs(M.toarray()[0]).max() == 2e154
+    with pytest.raises(ValueError, match="whose squares overflow"):
+        make().fit(M, y)
+
+
 @pytest.mark.parametrize("make", [p for p in _estimators() if p.id != "LinearSVC"])
 def test_gamma_scale_that_cannot_be_resolved_says_why(make):
     """gamma='scale' on values whose squares overflow (or whose variance is subnormal) used to fail with
