@@ -638,3 +638,21 @@ def test_rbf_float32_rows_of_data_far_from_the_origin(offset):
 
     assert m.objective_[0] == pytest.approx(sklearn_svc_objective(ref), rel=1e-6)
     np.testing.assert_array_equal(m.predict(X), ref.predict(X))
+
+
+@pytest.mark.parametrize("params", [{"decomposition": "batched"}, {"solver": "alfpgm"}])
+def test_float32_rows_that_overflow_are_stored_as_float64(params):
+    """Data of scale 1e19-1e20 with gamma="scale": the RBF values are those of the unscaled data,
+    but float32 rows overflow on the way (||x||^2 + ||z||^2 - 2 x.z, x.z before gamma): the batched solver
+    returned a 'converged' model 1.9 off in decision values, or a zero model; ALFPGM raised or gave zeros.
+    Such rows are now computed in float64, so the model is the unscaled data's (float64 rows too)."""
+    from gpusvm import SVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 5))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    ref = SVC(device="cpu", gram_dtype="float64", tol=1e-8, **params).fit(X, y).decision_function(X)
+    for scale in (1e19, 1e20):
+        got = SVC(device="cpu", tol=1e-8, **params).fit(X * scale, y)
+        assert got.fit_status_ == 0
+        np.testing.assert_allclose(got.decision_function(X * scale), ref, atol=1e-6)

@@ -191,6 +191,16 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
     """
     if str(gram_dtype) != "float32":
         return str(gram_dtype)
+    if computed_in == "float32" and spec.kind not in ("linear", "precomputed"):
+        # a gram computed from float32 rows has intermediates up to 4 max ||x||^2 (the RBF distance
+        # ||x||^2 + ||z||^2 - 2 x.z; x.z before gamma scales it): beyond float32's range they overflow
+        # to inf or NaN (a zero or wrong model) where the float64 values are of order one
+        xp = be.xp
+        sq = be.row_sqnorms(X, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)
+        if int(sq.shape[0]) and 4.0 * float(xp.max(sq)) > float(xp.finfo(xp.float32).max):
+            if verbose:
+                print("Gram values stored as float64: float32 rows of this data overflow", flush=True)
+            return "float64"
     if not float32_gram_error(be, X, spec, x_sqnorm, computed_in=computed_in) > FLOAT32_MAX_CURVATURE_ERROR:
         return "float32"  # (also when the measure is NaN: float32 values that overflow stay an error)
     if verbose:
