@@ -89,12 +89,14 @@ def precomputed_gram(be, X, Y, spec, dtype):
 
 def feature_variance(be, X) -> float:
     """``X.var()`` over all entries of ``X`` (dense, or CSR on ``be`` without densifying it: the mean of
-    the squares minus the squared mean), what ``gamma="scale"`` divides by."""
+    the squares minus the squared mean), what ``gamma="scale"`` divides by; accumulated in float64 for
+    float32 ``X`` too, as scikit-learn, which converts X to float64 first (float32 squares overflow from
+    1.8e19 on)."""
     n, d = int(X.shape[0]), int(X.shape[1])
     if be.issparse(X):
-        mean = float(X.sum()) / (n * d)
+        mean = float(X.sum(dtype=be.xp.float64)) / (n * d)
         return float(be.row_sqnorms(X, be.xp.float64).sum()) / (n * d) - mean * mean
-    return float(X.var())
+    return float(X.var(dtype=be.xp.float64))
 
 
 def resolve_gamma(gamma, X_var: float, n_features: int) -> float:

@@ -379,6 +379,19 @@ def test_gamma_scale_and_auto_as_sklearn():
             assert m._gamma == pytest.approx(ref._gamma, rel=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gamma_scale_of_float32_data_is_accumulated_in_float64(sparse):
+    """sklearn converts float32 X to float64 before X.var(); dense float32 X.var() overflowed from values
+    of about 1.8e19 on (gamma='scale' refused: "X.var() = inf"), though the same data as float64 or CSR fit."""
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(60, 4)) * 1e20).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    Xin = sp.csr_matrix(X) if sparse else X
+    m = SVC(device="cpu").fit(Xin, y)
+    assert m._gamma == pytest.approx(SkSVC().fit(Xin, y)._gamma, rel=1e-12)
+    assert m._gamma == pytest.approx(SVC(device="cpu").fit(X.astype(np.float64), y)._gamma, rel=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------
 # The solvers themselves
 # ---------------------------------------------------------------------------------------------------
