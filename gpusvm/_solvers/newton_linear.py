@@ -124,11 +124,13 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
     eps = float(tol) * max(min(n_pos, n_neg), 1) / max(n_used, 1)
     max_cg = int(max_cg or (d + (1 if bias else 0)))
     # squared entries, for the diagonal of H (the preconditioner); a dense X larger than
-    # _PRECOND_MAX_BYTES is not copied: conjugate gradient then runs unpreconditioned
+    # _PRECOND_MAX_BYTES is not copied: conjugate gradient then runs unpreconditioned. In float64 for
+    # float32 X too: float32 squares overflow from 1.8e19 on, and an infinite diagonal froze its
+    # coordinates (max_iter steps to a model far from the optimum)
     if be.issparse(X):
-        X2T = be.transpose(type(X)((X.data * X.data, X.indices, X.indptr), shape=X.shape))
-    elif X.size * X.itemsize <= _PRECOND_MAX_BYTES:
-        X2T = (X * X).T
+        X2T = be.transpose(type(X)((xp.square(X.data, dtype=f64), X.indices, X.indptr), shape=X.shape))
+    elif X.size * 8 <= _PRECOND_MAX_BYTES:
+        X2T = xp.square(X, dtype=f64).T
     else:
         X2T = None
 
