@@ -76,7 +76,8 @@ for step in $STEPS; do
     case "$step" in
     nvcc)
         if command -v nvcc >/dev/null; then
-            $PY -m gpusvm._backend.cuda_source 2>&1 | tee "$DEST/nvcc.txt" || status=1
+            $PY -m gpusvm._backend.cuda_source 2>&1 | tee "$DEST/nvcc.txt"
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
         else
             echo "nvcc not found; skipped" | tee "$DEST/nvcc.txt"
         fi ;;

@@ -327,3 +327,20 @@ def test_file_stem_names_usable_devices_before_their_rows_exist():
     doc["rows"] = []
     doc["devices"][0]["usable"] = False
     assert stem(doc) == "bench_paper-a9a_none"
+
+
+def test_run_gpu_sh_nvcc_step_failure_sets_exit_status(tmp_path):
+    # The nvcc step piped into tee and took tee's status: a kernel that failed to compile left exit 0.
+    import os
+    import subprocess
+    from pathlib import Path
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvcc").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "nvcc").chmod(0o755)
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "run_gpu.sh"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "STEPS": "nvcc", "OUT": str(tmp_path / "r"),
+           "PYTHON": "false"}
+    res = subprocess.run(["bash", str(script), "", "x"], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
