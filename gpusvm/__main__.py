@@ -87,7 +87,7 @@ def _bench(args) -> int:
     from .bench import harness, registry, suites
 
     data_dir = args.data_dir
-    if data_dir is None and args.suite == "paper":
+    if data_dir is None and args.suite == "paper" and not args.list:  # --list reads no data
         from .datasets import find_data_dir
 
         found = find_data_dir()

@@ -344,3 +344,12 @@ def test_run_gpu_sh_nvcc_step_failure_sets_exit_status(tmp_path):
            "PYTHON": "false"}
     res = subprocess.run(["bash", str(script), "", "x"], env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 1, res.stderr
+
+
+def test_cli_list_paper_suite_needs_no_data_dir(monkeypatch, capsys):
+    # --list names the data sets and solvers without reading any file; it refused without a data folder
+    import gpusvm.datasets
+
+    monkeypatch.setattr(gpusvm.datasets, "find_data_dir", lambda *a, **k: None)
+    assert main(["bench", "--suite", "paper", "--list"]) == 0
+    assert "skin_nonskin" in capsys.readouterr().out
