@@ -160,7 +160,18 @@ def main(argv=None) -> int:
 
         from .bench import report
 
-        docs = [json.loads(open(f, encoding="utf-8").read()) for f in args.files]
+        docs = []
+        for f in args.files:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    doc = json.load(fh)
+            except (OSError, ValueError) as exc:
+                print(f"gpusvm report: cannot read {f}: {exc}", file=sys.stderr)
+                return 2
+            if not isinstance(doc, dict) or not {"rows", "datasets", "machine", "devices"} <= doc.keys():
+                print(f"gpusvm report: {f} is not a JSON file written by 'gpusvm bench'", file=sys.stderr)
+                return 2
+            docs.append(doc)
         report.write_all(report.merge(docs), args.out, plots=not args.no_plots)
         return 0
     p.print_help()

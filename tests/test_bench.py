@@ -353,3 +353,13 @@ def test_cli_list_paper_suite_needs_no_data_dir(monkeypatch, capsys):
     monkeypatch.setattr(gpusvm.datasets, "find_data_dir", lambda *a, **k: None)
     assert main(["bench", "--suite", "paper", "--list"]) == 0
     assert "skin_nonskin" in capsys.readouterr().out
+
+
+def test_cli_report_rejects_unreadable_and_foreign_json(tmp_path, capsys):
+    # a missing file or a JSON not written by 'gpusvm bench' raised a traceback (KeyError: 'rows')
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    for f in (tmp_path / "missing.json", other):
+        assert main(["report", str(f), "--out", str(tmp_path / "m"), "--no-plots"]) == 2
+        assert f"gpusvm report: {f}" in capsys.readouterr().err.replace("cannot read ", "")
+    assert not (tmp_path / "m").exists()
