@@ -363,3 +363,23 @@ def test_cli_report_rejects_unreadable_and_foreign_json(tmp_path, capsys):
         assert main(["report", str(f), "--out", str(tmp_path / "m"), "--no-plots"]) == 2
         assert f"gpusvm report: {f}" in capsys.readouterr().err.replace("cannot read ", "")
     assert not (tmp_path / "m").exists()
+
+
+def test_report_merging_cpu_run_with_gpu_run_names_both_machines(tmp_path):
+    # merged outputs took devices and machine from the first run only: a CPU-only run first made the
+    # table say "gpu: skipped (CuPy is not installed)" above the GPU rows of the second run
+    from gpusvm.bench import report
+
+    doc, _ = _run(tmp_path, solvers=("sklearn-svc",), datasets=("chess-600",), devices=("cpu",), plots=False)
+    doc["devices"].append({"name": "gpu", "usable": False, "reason": "CuPy is not installed"})
+    gpu = json.loads(json.dumps(doc))
+    gpu["devices"][1] = {"name": "gpu", "usable": True, "reason": ""}
+    gpu["machine"] = {**gpu["machine"], "cpu_model": "Xeon", "gpu": {"name": "H100", "memory_bytes": 2**36}}
+    gpu["rows"] = [{**r, "device": "gpu", "reference": False, "solver": "svc-smo"} for r in gpu["rows"]]
+    with pytest.warns(RuntimeWarning, match="different machines"):
+        merged = report.merge([doc, gpu])
+    assert {d["name"]: d["usable"] for d in merged["devices"]} == {"cpu": True, "gpu": True}
+    paths = report.write_all(merged, tmp_path / "m", plots=False, log=lambda m: None, print_table=False)
+    for text in (report.to_markdown(merged), open(paths["table"]).read()):
+        assert "skipped" not in text and "GPU: H100" in text
+    assert paths["json"].endswith("bench_tiny_cpu-gpu.json")

@@ -71,7 +71,16 @@ def stem(doc) -> str:
     return f"bench_{suite}_{'-'.join(devs) or 'none'}"
 
 
+def _merged_machines(doc) -> list[str]:
+    """'CPU x; GPU y' of each distinct machine of a merged document's runs (empty for a single run)."""
+    ms = dict.fromkeys(f"CPU: {m.get('cpu_model')}" + (f"; GPU: {m['gpu']}" if m.get("gpu") else "")
+                       for m in doc.get("merged_from") or [])
+    return list(ms) if len(ms) > 1 else []
+
+
 def _machine_line(doc) -> str:
+    if _merged_machines(doc):
+        return "runs merged from different machines: " + " | ".join(_merged_machines(doc))
     m = doc["machine"]
     s = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} logical cores"
     if m.get("cpu_affinity") and m.get("cpu_affinity") != m.get("cpu_count"):
@@ -173,8 +182,8 @@ def to_markdown(doc) -> str:
 
 def merge(docs: list[dict]) -> dict:
     """One document from several runs' JSON documents (e.g. the paper suite run one data set at a time):
-    rows and data sets concatenated in order; settings, machine and versions of the first, with each
-    source's command, creation time, machine and GPU kept under ``merged_from``. Speed-ups stay as each
+    rows and data sets concatenated in order; settings, machine and versions of the first; a device usable
+    where any run used it; each source's command, creation time, machine and GPU kept under ``merged_from``. Speed-ups stay as each
     run measured them (a row is only compared with the reference of its own run)."""
     if not docs:
         raise ValueError("nothing to merge")
@@ -184,13 +193,18 @@ def merge(docs: list[dict]) -> dict:
     out["settings"] = {**first.get("settings", {}), "subset_label": None,
                        "datasets": [n for d in docs for n in d.get("settings", {}).get("datasets", [])]}
     out["merged_from"] = []
+    devices = {}  # a device is usable when any run used it: a CPU-only run first must not mark GPU rows skipped
     for d in docs:
+        for dev in d.get("devices") or []:
+            if dev["name"] not in devices or (dev["usable"] and not devices[dev["name"]]["usable"]):
+                devices[dev["name"]] = dev
         out["rows"] += d["rows"]
         out["datasets"] += d["datasets"]
         g = (d.get("machine") or {}).get("gpu") or {}
         out["merged_from"].append({"command": d.get("command"), "created": d.get("created"),
                                    "suite": d.get("suite"), "cpu_model": d["machine"].get("cpu_model"),
                                    "gpu": g.get("name"), "git": d.get("git"), "complete": d.get("complete")})
+    out["devices"] = list(devices.values())
     out["elapsed_s"] = sum(d.get("elapsed_s", 0.0) for d in docs)
     out["complete"] = all(d.get("complete", False) for d in docs)
     machines = {(m["cpu_model"], m["gpu"]) for m in out["merged_from"]}
@@ -242,6 +256,8 @@ def _plots(doc, out: Path, name: str, log) -> list[str]:
     title_dev = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} cores)"
     if m.get("gpu") and m["gpu"].get("name"):
         title_dev += f"; GPU: {m['gpu']['name']}"
+    if _merged_machines(doc):
+        title_dev = " | ".join(_merged_machines(doc))
 
     def grouped(ax, series, value, base=None):
         n = max(1, len(series))
