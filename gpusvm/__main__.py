@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--data-dir", default=None,
                    help="folder of the LIBSVM .xz files for --suite paper (default: $GPUSVM_DATA or ../shared/data)")
     b.add_argument("--devices", type=_csv, default=("cpu", "gpu"),
-                   help="comma-separated devices (cpu,gpu); an unusable GPU is reported as skipped")
+                   help="comma-separated devices (cpu,gpu); an unusable GPU is reported as skipped "
+                        "(exit 2 when no listed device is usable)")
     b.add_argument("--solvers", type=_csv, default=None,
                    help="comma-separated solver names (default: all registered, plus the scikit-learn references)")
     b.add_argument("--datasets", type=_csv, default=None, help="comma-separated data set names of the suite")
@@ -113,6 +114,11 @@ def _bench(args) -> int:
         seed=args.seed, note=args.note,
     )
     try:
+        devs = harness.Harness(settings, log=lambda m: None).device_status()
+        if not any(d["usable"] for d in devs):  # else only the CPU references would run, and exit 0
+            why = "; ".join(f"{d['name']}: {d['reason']}" for d in devs)
+            print(f"gpusvm bench: no usable device in --devices ({why})", file=sys.stderr)
+            return 2
         doc = harness.run(settings)
     except ValueError as exc:  # bad names in --solvers / --datasets / --devices
         print(f"gpusvm bench: {exc}", file=sys.stderr)

@@ -383,3 +383,13 @@ def test_report_merging_cpu_run_with_gpu_run_names_both_machines(tmp_path):
     for text in (report.to_markdown(merged), open(paths["table"]).read()):
         assert "skipped" not in text and "GPU: H100" in text
     assert paths["json"].endswith("bench_tiny_cpu-gpu.json")
+
+
+def test_cli_bench_gpu_only_without_usable_gpu_fails(tmp_path, capsys, monkeypatch):
+    # '--devices gpu' without a usable GPU ran only the CPU references and exited 0, as if it had benchmarked
+    import gpusvm._backend
+
+    monkeypatch.setattr(gpusvm._backend, "gpu_status", lambda device_id=0: (False, "no CUDA here"))
+    rc = main(["bench", "--suite", "tiny", "--devices", "gpu", "--out", str(tmp_path), "--no-plots"])
+    assert rc == 2 and "no usable device in --devices (gpu: no CUDA here)" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
