@@ -214,6 +214,9 @@ def test_cli_bench(tmp_path, capsys):
     (["--datasets", "nope"], "'datasets' parameter"),
     (["--solvers", "nope"], "'solvers' parameter"),
     (["--devices", "tpu"], "'devices' parameter"),
+    (["--warmup-max", "0"], "'warmup_max' parameter"),  # every row failed, exit 0
+    (["--max-train", "0"], "'max_train' parameter"),  # no data set loaded
+    (["--max-test", "-1"], "'max_test' parameter"),
 ])
 def test_cli_rejects_unknown_names(tmp_path, capsys, args, message):
     rc = main(["bench", "--suite", "tiny", "--out", str(tmp_path), *args])

@@ -140,6 +140,10 @@ class Settings:
             s.warmup_max = d.get("warmup_max", 2000)
         if s.repeat < 1:
             raise ValueError(f"The 'repeat' parameter must be an int in the range [1, inf). Got {s.repeat!r} instead.")
+        for name in ("max_train", "max_test", "warmup_max"):  # else every row failed later, and exit 0
+            v = getattr(s, name)
+            if v is not None and v < 1:
+                raise ValueError(f"The {name!r} parameter must be an int in the range [1, inf). Got {v!r} instead.")
         return s
 
 
