@@ -396,3 +396,11 @@ def test_cli_bench_gpu_only_without_usable_gpu_fails(tmp_path, capsys, monkeypat
     rc = main(["bench", "--suite", "tiny", "--devices", "gpu", "--out", str(tmp_path), "--no-plots"])
     assert rc == 2 and "no usable device in --devices (gpu: no CUDA here)" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_repeated_device_or_solver_names_run_once(tmp_path):
+    # "--devices cpu,cpu" or "--solvers svc-smo,svc-smo" ran and timed each row two (or four) times
+    doc, _ = _run(tmp_path, solvers=("sklearn-svc", "svc-smo", "svc-smo"), datasets=("chess-600",),
+                  devices=("cpu", "cpu"), plots=False)
+    assert [(r["solver"], r["device"]) for r in doc["rows"]] == [("sklearn-svc", "cpu"), ("svc-smo", "cpu")]
+    assert doc["settings"]["devices"] == ["cpu"]

@@ -126,6 +126,9 @@ class Settings:
     def resolved(self) -> "Settings":
         d = _suites.SUITE_DEFAULTS.get(self.suite, {})
         s = Settings(**self.__dict__)
+        s.devices = tuple(dict.fromkeys(s.devices))  # "cpu,cpu" ran (and timed) every row twice
+        if s.solvers is not None:
+            s.solvers = tuple(dict.fromkeys(s.solvers))
         if s.repeat is None:
             s.repeat = d.get("repeat", 1)
         if s.time_limit is None:
