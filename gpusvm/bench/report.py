@@ -183,8 +183,9 @@ def to_markdown(doc) -> str:
 def merge(docs: list[dict]) -> dict:
     """One document from several runs' JSON documents (e.g. the paper suite run one data set at a time):
     rows and data sets concatenated in order; settings, machine and versions of the first; a device usable
-    where any run used it; each source's command, creation time, machine and GPU kept under ``merged_from``. Speed-ups stay as each
-    run measured them (a row is only compared with the reference of its own run)."""
+    where any run used it; each source's command, creation time, machine and GPU kept under
+    ``merged_from``. Speed-ups stay as each run measured them (a row is only compared with the reference of
+    its own run)."""
     if not docs:
         raise ValueError("nothing to merge")
     first = docs[0]
