@@ -63,6 +63,19 @@ def _load(path, n_features):
     return load_svmlight(path, n_features=n_features)
 
 
+
+def traced_peak(fn):
+    """``(fn(), peak)``: what ``fn`` returns and the peak of the host memory that ``tracemalloc`` traced
+    while it ran, in bytes (NumPy's buffers are traced; device memory is not)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
 def load_subset(data_dir, name, n, *, n_features=None, seed=0, dense=False):
     """A stratified random subset of ``n`` rows of LIBSVM file ``name`` (e.g. "a9a.xz")."""
     from sklearn.model_selection import train_test_split

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from gpusvm import BudgetSVC, GramSpec, get_backend
 from gpusvm.datasets import load_bundled, make_chessboard
 
-from conftest import load_subset
+from conftest import load_subset, traced_peak
 
 CPU = get_backend("cpu")
 GOLD = (math.sqrt(5) - 1) / 2
@@ -421,18 +421,11 @@ def test_budget_above_the_number_of_steps_allocates_by_the_steps():
     (budget + 1)-row buffers were allocated (and the CPU loop's transposed copy written) at the full budget:
     the default 500 on 60 samples of 10^6 sparse features held 4 GB per one-vs-rest problem. Now they are
     sized by the steps, and the model is the same."""
-    import tracemalloc
-
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2000))
     y = (X[:, 0] > 0).astype(int)
     exact = BudgetSVC(budget=80, epochs=2, random_state=0, device="cpu").fit(X, y)  # (and Numba's compilation)
-    tracemalloc.start()
-    try:
-        big = BudgetSVC(budget=20_000, epochs=2, random_state=0, device="cpu").fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    big, peak = traced_peak(lambda: BudgetSVC(budget=20_000, epochs=2, random_state=0, device="cpu").fit(X, y))
     assert peak < 20 * 2**20  # 80 steps: 81 rows of 2,000 float64 (was 20,001 rows: 320 MB)
     np.testing.assert_array_equal(big.dual_coef_, exact.dual_coef_)
     np.testing.assert_array_equal(big.support_vectors_, exact.support_vectors_)
@@ -748,8 +741,6 @@ def test_csr_input_is_read_through_its_nonzeros():
 def test_high_dimensional_sparse_input_is_not_densified():
     """A wide sparse problem (dense copy: 400 x 200,000 doubles = 640 MB) trains within the memory of its
     support vectors (budget + 1 dense rows, twice); CSR and dense test rows score alike."""
-    import tracemalloc
-
     rng = np.random.default_rng(3)
     n, d, nnz = 400, 200_000, 8
     rows = np.repeat(np.arange(n), nnz)
@@ -757,12 +748,7 @@ def test_high_dimensional_sparse_input_is_not_densified():
     cols[::2] = rng.integers(50, d, size=cols[::2].size)
     X = sp.csr_matrix((rng.random(n * nnz) + 0.5, (rows, cols)), shape=(n, d))
     y = np.where(np.asarray(X[:, :25].sum(1)).ravel() > np.asarray(X[:, 25:50].sum(1)).ravel(), 1, 0)
-    tracemalloc.start()
-    try:
-        m = BudgetSVC(C=8.0, budget=10, random_state=0, device="cpu").fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    m, peak = traced_peak(lambda: BudgetSVC(C=8.0, budget=10, random_state=0, device="cpu").fit(X, y))
     assert peak < 150 * 2**20, f"peak {peak / 2**20:.0f} MB"
     assert m.support_vectors_.shape == (m.n_support_.sum(), d)
     dense = X[:50].toarray()

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from gpusvm import GramSpec
+from conftest import traced_peak
 
 KINDS = ["linear", "poly", "rbf", "sigmoid"]
 SHAPES = [  # (nx, ny, d)
@@ -229,8 +230,6 @@ def test_cpu_poly_degrees(degree):
 def test_gram_of_wide_sparse_data_stays_sparse(backend, kind):
     """Both sides CSR and wide (d far above the rows and WIDE_MIN_FEATURES): a sparse @ sparse product
     (right values), not a dense copy of each 1,000,000-wide row (which took 1 GB in SVC's prediction)."""
-    import tracemalloc
-
     from gpusvm._backend.ops.gram import WIDE_MIN_FEATURES, densify_pays
 
     rng = np.random.default_rng(11)
@@ -247,12 +246,7 @@ def test_gram_of_wide_sparse_data_stays_sparse(backend, kind):
     used = np.union1d(X.indices, Y.indices)  # the reference on the columns that hold values
     ref = _reference(X[:, used].toarray(), Y[:, used].toarray(), spec)
     Xb, Yb = backend.asarray(X), backend.asarray(Y)
-    tracemalloc.start()
-    try:
-        K = backend.to_host(backend.gram(Xb, Yb, spec, dtype=np.float64))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    K, peak = traced_peak(lambda: backend.to_host(backend.gram(Xb, Yb, spec, dtype=np.float64)))
     np.testing.assert_allclose(K, ref, rtol=1e-10, atol=1e-12)
     if not backend.is_gpu:  # (device memory is not traced)
         assert peak < 20 * 2**20, f"peak {peak / 2**20:.0f} MB"

@@ -17,6 +17,7 @@ from sklearn.svm import SVC as SkSVC
 from gpusvm import SVC
 from gpusvm._platt import ovo_probabilities, sigmoid_predict, sigmoid_train
 from gpusvm.datasets import load_bundled
+from conftest import traced_peak
 
 
 def test_sigmoid_train_minimizes_the_regularized_log_loss():
@@ -92,8 +93,6 @@ def test_coupling_runs_in_row_blocks_with_bounded_memory(monkeypatch):
     """The pairwise coupling held (n, k, k) arrays for all n rows at once (five or so: 1.3 GB for
     predict_proba on 300,000 rows of 10 classes, 11 MB of input); it now couples a block of rows at a
     time, each row as before."""
-    import tracemalloc
-
     import gpusvm._platt as platt
 
     rng = np.random.default_rng(0)
@@ -101,12 +100,7 @@ def test_coupling_runs_in_row_blocks_with_bounded_memory(monkeypatch):
     dec = rng.normal(size=(n, k * (k - 1) // 2))
     A, B = -rng.uniform(0.5, 2.0, dec.shape[1]), 0.1 * rng.normal(size=dec.shape[1])
     order = rng.permutation(k)
-    tracemalloc.start()
-    try:
-        blocked = ovo_probabilities(dec, A, B)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    blocked, peak = traced_peak(lambda: ovo_probabilities(dec, A, B))
     assert peak < 3.5 * n * k * k * 8  # the unblocked coupling peaked at 5.2 times one (n, k, k) array
     monkeypatch.setattr(platt, "COUPLING_BLOCK_ROWS", 777, raising=False)
     np.testing.assert_array_equal(ovo_probabilities(dec[:5000], A, B, order),

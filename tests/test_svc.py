@@ -12,7 +12,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC as SkSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import load_subset
+from conftest import load_subset, traced_peak
 from gpusvm import GramSpec, get_backend
 from gpusvm._solvers import get_binary_solver
 from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
@@ -747,8 +747,6 @@ def test_gpu_callable_model_moves_its_rows_and_labels_stay_on_the_host(gpu_backe
 def test_wide_sparse_data_fit_and_predict_without_dense_rows(make):
     """Text-like data (1,000,000 features, 10 nonzeros per row): training and prediction keep the rows
     sparse (a dense 1,000,000-wide row is 8 MB) and agree with the fit on the used columns alone."""
-    import tracemalloc
-
     rng = np.random.default_rng(2)
     n, d, nnz = 400, 1_000_000, 10
     cols = rng.integers(0, 60, size=(n, nnz))
@@ -757,13 +755,12 @@ def test_wide_sparse_data_fit_and_predict_without_dense_rows(make):
     X.sum_duplicates()
     y = np.where(np.asarray(X[:, :30].sum(1)).ravel() > np.asarray(X[:, 30:60].sum(1)).ravel(), 1, 0)
     used = np.unique(X.indices)
-    tracemalloc.start()
-    try:
-        wide = make().fit(X, y)
-        dec = wide.decision_function(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+
+    def fit_and_score():
+        model = make().fit(X, y)
+        return model, model.decision_function(X)
+
+    (wide, dec), peak = traced_peak(fit_and_score)
     narrow = make().fit(X[:, used], y)
     np.testing.assert_allclose(dec, narrow.decision_function(X[:, used]), rtol=1e-6, atol=1e-6)
     assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MB"
