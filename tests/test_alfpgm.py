@@ -295,7 +295,7 @@ def test_subproblem_gpu_matches_cpu(gpu_backend):
 def test_registered_with_the_svc_options():
     assert binary_solvers()["alfpgm"] == OPTIONS
     assert OPTIONS == ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_alpha_opt",
-                       "min_alpha_check")
+                       "min_alpha_check", "gram_dtype")
     assert get_binary_solver("alfpgm")[0] is solve_alfpgm
 
 
@@ -538,3 +538,20 @@ def test_duplicate_merge_keeps_the_bias_with_unequal_bounds():
     smo = gpusvm.SVC(solver="smo", **kw).fit(X, y, sample_weight=sw)
     np.testing.assert_allclose(alf.objective_, smo.objective_, rtol=1e-7)
     np.testing.assert_allclose(alf.intercept_, smo.intercept_, atol=1e-4)
+
+
+def test_svc_forwards_gram_dtype():
+    """SVC(solver="alfpgm", gram_dtype="float64") stored float32 Gram values all the same (the option was
+    not registered, so never forwarded). With gamma=1e6 the float32 RBF diagonal of standardized data is
+    off by up to 0.85 (||x||^2 + ||x||^2 - 2 x.x rounded): the fit reported objective_ 107.9 for an alpha
+    whose dual objective is 99.907, scikit-learn's 99.9216. Float64 values solve the problem itself."""
+    import gpusvm
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(200, 5, flip_y=0.1, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    m = gpusvm.SVC(solver="alfpgm", gamma=1e6, gram_dtype="float64", device="cpu").fit(X, y)
+    a = np.abs(m.dual_coef_.ravel())  # K = identity up to exp(-1e6 d^2) = 0: D = sum a - |a|^2 / 2
+    np.testing.assert_allclose(m.objective_[0], a.sum() - 0.5 * a @ a, rtol=1e-9)
+    np.testing.assert_allclose(m.objective_[0], 99.92156219, rtol=1e-6)
