@@ -176,7 +176,13 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
     iu = xp.triu(xp.ones((m, m), dtype=bool), 1) & (A > 0)
     if not bool(xp.any(iu)):
         return 0.0
-    return float(xp.median(P[iu] / A[iu]))
+    err = float(xp.median(P[iu] / A[iu]))
+    if computed_in == "float32" and spec.kind == "rbf":
+        # the median hides a minority of rows whose own distance ||x||^2 + ||x||^2 - 2 x.x cancels in
+        # float32: at gamma=1e6 on standardized data 34 of 200 diagonals read 0.15-0.9 for 1 (a problem
+        # of other curvatures: the batched solve stopped 0.047 from the true KKT point, tol 1e-3)
+        err = max(err, float(xp.max(xp.abs(e))) / float(xp.median(A[iu])))
+    return err
 
 
 def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0) -> str:
