@@ -19,7 +19,8 @@ from sklearn.svm import SVC as SkSVC
 from gpusvm import SVC, get_backend
 from gpusvm._gram import GramSpec
 from gpusvm._solvers import _common, smo_batched
-from gpusvm._solvers._common import FLOAT32_MAX_CURVATURE_ERROR, float32_gram_error, resolve_gram_dtype
+from gpusvm._solvers._common import (FLOAT32_MAX_CURVATURE_ERROR, FLOAT32_MAX_DIAGONAL_ERROR, float32_gram_error,
+                                     float32_gram_errors, resolve_gram_dtype)
 from gpusvm.bench.objectives import sklearn_svc_objective
 
 CPU = get_backend("cpu")
@@ -163,7 +164,24 @@ def test_float32_rbf_diagonal_cancellation_promotes_to_float64():
 
     X, y = make_classification(200, 5, flip_y=0.1, random_state=0)
     X = StandardScaler().fit_transform(X)
-    assert float32_gram_error(CPU, X, GramSpec("rbf", gamma=1e6), computed_in="float32") > 1e-2
-    assert float32_gram_error(CPU, X, GramSpec("rbf", gamma=0.2), computed_in="float32") < 1e-6
+    pair, diag = float32_gram_errors(CPU, X, GramSpec("rbf", gamma=1e6), computed_in="float32")
+    assert pair < FLOAT32_MAX_CURVATURE_ERROR and diag > 1e-2  # (the median alone keeps float32)
+    assert resolve_gram_dtype(CPU, X, GramSpec("rbf", gamma=1e6), None, "float32", computed_in="float32") == "float64"
+    assert max(float32_gram_errors(CPU, X, GramSpec("rbf", gamma=0.2), computed_in="float32")) < 1e-6
     m = SVC(gamma=1e6, decomposition="batched", device="cpu").fit(X, y)
     np.testing.assert_allclose(m.objective_[0], 99.92156219, rtol=1e-6)
+
+
+def test_raw_pixel_values_keep_float32_rbf_rows():
+    """skin_nonskin's kind of data (3 raw 0-255 features, gamma=0.03), centred as the batched solver does:
+    the worst float32 diagonal is off by about 1e-4 of the curvatures (uniform pixels; skin_nonskin 2.9e-5,
+    whose float32 solve reached LIBSVM's objective to 3e-7 on an H100), below FLOAT32_MAX_DIAGONAL_ERROR,
+    so the rows stay float32."""
+    from gpusvm._solvers.smo_batched import _centered_for_rbf
+
+    X = np.random.default_rng(0).integers(0, 256, size=(5000, 3)).astype(np.float64)
+    Xc, sq = _centered_for_rbf(CPU, X, CPU.row_sqnorms(X, np.float64))
+    spec = GramSpec("rbf", gamma=0.03)
+    pair, diag = float32_gram_errors(CPU, Xc, spec, sq, computed_in="float32")
+    assert 0 < diag < FLOAT32_MAX_DIAGONAL_ERROR and pair < FLOAT32_MAX_CURVATURE_ERROR
+    assert resolve_gram_dtype(CPU, Xc, spec, sq, "float32", computed_in="float32") == "float32"

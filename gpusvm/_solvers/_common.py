@@ -130,17 +130,31 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
 # Above this median relative perturbation of the pair curvatures (see float32_gram_error), float32 Gram
 # values no longer describe the problem: the solvers then store float64 values instead.
 FLOAT32_MAX_CURVATURE_ERROR = 1e-5
+# Above this error of the worst RBF diagonal computed from float32 rows, over the median pair curvature
+# (float32_gram_errors), the same. Measured with the batched solver (C=1, tol 1e-3; 200 standardized points,
+# gamma 1e2 to 1e6), float32 against float64 rows: decision values apart by 7e-4 at 9.5e-5 (as float64's
+# own distance to LIBSVM), 1.8e-3 at 9.5e-4, 5e-3 at 2.9e-3, 4.7e-2 at 0.43. Raw 0-255 pixel values
+# (gamma=0.03, centred) measure 2.9e-5 (skin_nonskin; its float32 solve reached LIBSVM's objective to 3e-7
+# on an H100) to 1.2e-4 (uniform pixels; same objective as float64 rows to 1e-8), and keep float32.
+FLOAT32_MAX_DIAGONAL_ERROR = 5e-4
 
 
 def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64) -> float:
-    """How much float32 Gram values perturb the dual problem, as one number.
+    """The median pair measure of :func:`float32_gram_errors`."""
+    return float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in, sample=sample)[0]
+
+
+def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64) -> tuple[float, float]:
+    """How much float32 Gram values perturb the dual problem: (median over pairs, worst RBF diagonal).
 
     For the pairs ``(i, j)`` of ``sample`` evenly spaced rows, the curvature of a pair step is
     ``A_ij = K_ii + K_jj - 2 K_ij`` (float64); with ``E`` the error of the float32 values, the float32
     problem's curvature is off by ``|E_ii + E_jj - 2 E_ij|``, and a solver that takes curvatures from
     float64 diagonals (LIBSVM's QD) while moving the gradient by float32 rows overshoots by
-    ``|E_ii| + |E_jj|``. Returned: the median over pairs with ``A_ij > 0`` of the larger of the two, over
-    ``A_ij`` (0.0 when no pair has a positive curvature).
+    ``|E_ii| + |E_jj|``. Returned first: the median over pairs with ``A_ij > 0`` of the larger of the two,
+    over ``A_ij`` (0.0 when no pair has a positive curvature). Second, for RBF values computed from float32
+    rows (else 0.0): the largest ``|E_ii|`` over the median ``A_ij``, which the median misses when only
+    some rows' own distances ``||x||^2 + ||x||^2 - 2 x.x`` cancel (huge gamma).
 
     The error is that of the float32 values a solver would store: ``computed_in="float64"`` (rounded
     float64 values, LIBSVM's Qfloat and the pair-at-a-time solver) or ``"float32"`` (values computed
@@ -157,7 +171,7 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
     n = int(X.shape[0])
     m = min(n, int(sample))
     if m < 2:
-        return 0.0
+        return 0.0, 0.0
     idx = xp.asarray([(k * (n - 1)) // (m - 1) for k in range(m)], dtype=xp.int64)
     S = be.take_rows(X, idx)
     sq = None
@@ -175,20 +189,21 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
     P = xp.maximum(xp.abs(e[:, None] + e[None, :] - 2.0 * E), xp.abs(e)[:, None] + xp.abs(e)[None, :])
     iu = xp.triu(xp.ones((m, m), dtype=bool), 1) & (A > 0)
     if not bool(xp.any(iu)):
-        return 0.0
-    err = float(xp.median(P[iu] / A[iu]))
+        return 0.0, 0.0
+    diag = 0.0
     if computed_in == "float32" and spec.kind == "rbf":
         # the median hides a minority of rows whose own distance ||x||^2 + ||x||^2 - 2 x.x cancels in
         # float32: at gamma=1e6 on standardized data 34 of 200 diagonals read 0.15-0.9 for 1 (a problem
         # of other curvatures: the batched solve stopped 0.047 from the true KKT point, tol 1e-3)
-        err = max(err, float(xp.max(xp.abs(e))) / float(xp.median(A[iu])))
-    return err
+        diag = float(xp.max(xp.abs(e))) / float(xp.median(A[iu]))
+    return float(xp.median(P[iu] / A[iu])), diag
 
 
 def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0) -> str:
     """The Gram value type a solver stores: ``gram_dtype``, except that "float32" becomes "float64" when
-    :func:`float32_gram_error` (``computed_in`` as there) exceeds :data:`FLOAT32_MAX_CURVATURE_ERROR`
-    (said on stdout with ``verbose``).
+    :func:`float32_gram_errors` (``computed_in`` as there) exceed :data:`FLOAT32_MAX_CURVATURE_ERROR` (the
+    median pair) or :data:`FLOAT32_MAX_DIAGONAL_ERROR` (the worst RBF diagonal; said on stdout with
+    ``verbose``).
 
     The threshold sits two decades above what scaled data measure (at most 7e-7 on a9a, ijcnn1, w8a,
     phishing, skin_nonskin, digits) and below where float32 solutions drift: 200 blobs of spread 1.5
@@ -207,8 +222,9 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
             if verbose:
                 print("Gram values stored as float64: float32 rows of this data overflow", flush=True)
             return "float64"
-    if not float32_gram_error(be, X, spec, x_sqnorm, computed_in=computed_in) > FLOAT32_MAX_CURVATURE_ERROR:
-        return "float32"  # (also when the measure is NaN: float32 values that overflow stay an error)
+    pair, diag = float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in)
+    if not (pair > FLOAT32_MAX_CURVATURE_ERROR or diag > FLOAT32_MAX_DIAGONAL_ERROR):
+        return "float32"  # (also when the measures are NaN: float32 values that overflow stay an error)
     if verbose:
         print("Gram values stored as float64: float32 ones would perturb this problem's curvatures", flush=True)
     return "float64"
