@@ -429,8 +429,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                         0 if self.early_stop_level is None else int(self.early_stop_level), int(self.min_cluster_size))
         reduced = [reduce_problem(idx, yb, Cvec_all[idx], None if group is None else group[idx])
                    for _, _, idx, yb in problems]
-        if group is not None and isinstance(self.deduplicate, str) and not all(
-                too_few_for_clusters(int(rows.shape[0]), *cluster_args) is None for rows, _, _, _ in reduced):
+        if group is not None and isinstance(self.deduplicate, str) and any(
+                too_few_for_clusters(int(rows.shape[0]), *cluster_args) is not None for rows, _, _, _ in reduced):
             # "auto" is a speed-up: where merged copies leave fewer points than clusters, keep the copies
             group = None
             reduced = [reduce_problem(idx, yb, Cvec_all[idx], None) for _, _, idx, yb in problems]

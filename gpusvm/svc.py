@@ -235,7 +235,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         pair curvature ``K_ii + K_jj - 2 K_ij`` by more than 1e-5 of itself (linear and polynomial grams of
         data far from the origin; scaled data measure 1e-9 to 1e-6). There LIBSVM's solution drifts: on
         200 blobs shifted by 300 with a cubic gram, scikit-learn's SVC ends 3.7% below the optimal dual
-        objective, its decision values off by 8% of their range (tests/test_gram_precision.py).
+        objective, its decision values off by 8% of their range (tests/test_gram_precision.py). The batched
+        decomposition and ALFPGM, which compute values from float32 rows, also promote when the worst RBF
+        diagonal of the sample is off by more than 5e-4 of the median curvature (huge gamma) and when
+        float32 rows would overflow (squared norms beyond a quarter of float32's range).
     pa_recent : {2, 3}, default=2
         Planning-ahead SMO plans with the 2 or 3 most recent working sets.
     n_pairs, mu, inner_tol, delta_alpha, min_alpha_opt, max_alpha_opt, min_alpha_check

@@ -79,8 +79,8 @@ def _merged_machines(doc) -> list[str]:
 
 
 def _machine_line(doc) -> str:
-    if _merged_machines(doc):
-        return "runs merged from different machines: " + " | ".join(_merged_machines(doc))
+    if merged := _merged_machines(doc):
+        return "runs merged from different machines: " + " | ".join(merged)
     m = doc["machine"]
     s = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} logical cores"
     if m.get("cpu_affinity") and m.get("cpu_affinity") != m.get("cpu_count"):
@@ -257,8 +257,8 @@ def _plots(doc, out: Path, name: str, log) -> list[str]:
     title_dev = f"CPU: {m.get('cpu_model')} ({m.get('cpu_count')} cores)"
     if m.get("gpu") and m["gpu"].get("name"):
         title_dev += f"; GPU: {m['gpu']['name']}"
-    if _merged_machines(doc):
-        title_dev = " | ".join(_merged_machines(doc))
+    if merged := _merged_machines(doc):
+        title_dev = " | ".join(merged)
 
     def grouped(ax, series, value, base=None):
         n = max(1, len(series))
