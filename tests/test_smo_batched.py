@@ -656,3 +656,41 @@ def test_float32_rows_that_overflow_are_stored_as_float64(params):
         got = SVC(device="cpu", tol=1e-8, **params).fit(X * scale, y)
         assert got.fit_status_ == 0
         np.testing.assert_allclose(got.decision_function(X * scale), ref, atol=1e-6)
+
+
+def test_float32_solve_is_certified_by_the_float64_gradient(backend):
+    """A point and its copy with the other label at C = 1e10: the float32 rows' rounding (1e-7) times C moved
+    the running gradient by hundreds, and the float32 solve stopped 'converged' with a KKT gap of 447 on the
+    true Gram values and an intercept of 13.9 (LIBSVM: -0.213), without a warning. The stop is now checked
+    on the gradient recomputed with float64 values, and float64 rows finish the solve where it is open."""
+    from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=100) > 0, 1.0, -1.0)
+    X, y = np.vstack([X, X[:1]]), np.append(y, -y[0])
+    spec, n = GramSpec("rbf", 0.5), 101
+    Xb, yb, Cb = backend.asarray(X), backend.asarray(y), backend.asarray(np.full(n, 1e10))
+    runs = {dt: solve_batched(backend, Xb, yb, spec, Cb, tol=1e-3, max_iter=-1, cache_bytes=2**20, gram_dtype=dt)
+            for dt in ("float32", "float64")}
+    res = runs["float32"]
+    assert res.converged and res.info["certified"] and res.info["float64_polish"]
+    G64 = gradient_from_alpha(backend, Xb, yb, res.alpha, spec, dtype=backend.xp.float64)
+    assert kkt_gap(backend, yb, res.alpha, G64, Cb) <= 1e-3
+    assert res.b == pytest.approx(runs["float64"].b, abs=5e-3)
+    assert res.b == pytest.approx(_sk_fit(X, y, spec, 1e10)[0].intercept_[0], abs=5e-3)
+
+
+def test_float32_solve_of_a_plain_problem_keeps_float32_rows():
+    """The float64 check costs one n x n_sv Gram pass and changes nothing where float32 rows describe the
+    problem: the gap stays closed, and the objective is the float64 one of the returned alpha."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    spec = GramSpec("rbf", 0.5)
+    res = solve_batched(CPU, X, y, spec, np.full(300, 10.0), tol=1e-3, max_iter=-1, cache_bytes=2**20)
+    assert res.converged and res.info["certified"] and not res.info["float64_polish"]
+    assert res.info["gram_dtype"] == "float32" and res.info["float32_rounds"] is None
+    K = rbf_kernel(X, gamma=0.5)
+    beta = res.alpha * y
+    assert res.objective == pytest.approx(res.alpha.sum() - 0.5 * beta @ K @ beta, rel=1e-12)

@@ -34,9 +34,16 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
 * float32 rows are stored as float64 when a sample shows float32 would perturb the problem (linear and
   polynomial grams far from the origin, :func:`~gpusvm._solvers._common.resolve_gram_dtype`); RBF rows
   of dense data far from the origin are computed from the centred data instead (:func:`_centered_for_rbf`);
-* with float32 Gram rows, the reported objective is recomputed in float64 over the support vectors
-  on the GPU and on the CPU up to 4,096 SVs (the running gradient carries the rows' rounding, about
-  1e-6 relative in the objective, as LIBSVM's own float Gram cache does).
+* with float32 Gram rows, the stop is certified in float64: the running gradient carries the rows'
+  rounding (about 1e-7 of each value, summed over the support vectors with weights up to ``C``, as in
+  LIBSVM's own float Gram cache), so once the gap closes ``G`` is recomputed from alpha with float64
+  values (one ``n x n_sv`` Gram pass; on the CPU up to 2**25 values) and the gap is judged on it. If it
+  is open, the decomposition goes on with float64 rows from there (``info["float64_polish"]``): on a9a
+  (10,000 rows, C = 32) and ijcnn1 (20,000, C = 32) one more round; at C = 1e10 with a duplicated point
+  of the other label, a KKT gap of 447 and an intercept 14 off LIBSVM's before. The objective and the
+  intercept then come from that exact gradient. (Without the pass, after ``max_iter`` rounds or on the
+  CPU above its size, the objective alone is recomputed in float64: on the GPU, and on the CPU up to
+  4,096 SVs.)
 
 Because the maximal violating pair is in every working set and the local solver's first step is the
 WSS2 step on it, every round makes at least the progress of one LIBSVM step, so the method converges
@@ -51,14 +58,17 @@ import math
 import time
 
 from . import BinaryResult
-from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
+from ._common import (bias, dual_objective, gradient_from_alpha, gram_diag, kkt_gap, resolve_gram_dtype,
+                      up_low_masks)
 
 __all__ = ["solve_batched", "default_working_set_size", "effective_cache_bytes"]
 
 MAX_WORKING_SET = 1024
-# The float64 objective over the support vectors costs an n_sv x n_sv Gram pass: free on the GPU, but
-# 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of the solve; on the CPU
-# it is done up to this many SVs only.
+# The float64 gradient that certifies a float32 solve costs an n x n_sv Gram pass: cheap on the GPU, but
+# an n_sv x n_sv pass took 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of
+# the solve. On the CPU it is done up to this many Gram values; above, the objective alone is recomputed
+# in float64 (an n_sv x n_sv pass) up to this many SVs.
+_CERTIFY_MAX_ENTRIES_CPU = 2**25
 _EXACT_OBJECTIVE_MAX_SV_CPU = 4096
 _LOCAL_MODES = {"smo": 0, "pa-smo": 1}
 
@@ -235,11 +245,13 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     else:
         alpha = xp.array(alpha0, dtype=xp.float64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
+    cache_bytes_asked = cache_bytes
     cache_bytes = effective_cache_bytes(be, n, q, xp.dtype(gdt).itemsize, cache_bytes)
     # the Gram op casts both operands to the Gram dtype before the product, so casting X once here gives
     # bit-identical rows without a cast of all of X (n x d) in every round's row request
     X_rows = X if X.dtype == gdt else X.astype(gdt)
     cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+    hits = misses = 0  # of the float32 rows' cache, when float64 rows take over
 
     inner = xp.zeros(1, dtype=xp.int64)
     B_prev = None
@@ -250,6 +262,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     gap = math.inf
     neg_inf = -xp.inf
     every = max(1, 100 // int(verbose)) if verbose else 0
+    certified = polished = False
+    float32_rounds = None  # rounds done with float32 rows before float64 rows took over
     while True:
         s = -y * G
         up, low = up_low_masks(be, y, alpha, C)
@@ -262,15 +276,37 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         gap, n_moved = float(h[0]), int(h[1])
         if verbose and rounds % every == 0:
             print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
-        if not (gap > tol):
-            converged = True
+        converged = not (gap > tol)
+        if not converged and rounds >= limit:
             break
-        if rounds >= limit:
-            break
-        if n_moved == 0:
-            # the local steps no longer change alpha (below its float64 resolution): every later round
-            # would select the same working set and repeat this one, so stop (not converged) instead
-            stalled = True
+        # the local steps no longer change alpha (below its float64 resolution): every later round
+        # would select the same working set and repeat this one, so stop (not converged) instead
+        stalled = not converged and n_moved == 0
+        if (converged or stalled) and gdt != xp.float64 and (
+                be.is_gpu or n * int(xp.count_nonzero(alpha > 0)) <= _CERTIFY_MAX_ENTRIES_CPU):
+            # Certify the float32 stop: the running gradient sums float32 rows, whose rounding (about
+            # 1e-7 of each value, times C) it carries; at a large C that exceeds tol and the stop is no
+            # KKT point of the problem. Recompute G from alpha with float64 values (one n x n_sv Gram
+            # pass) and judge the gap on it; if it is open, go on with float64 rows from there.
+            G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=xp.float64)
+            certified = True
+            gap = kkt_gap(be, y, alpha, G, C)
+            converged, stalled = not (gap > tol), False
+            if converged or rounds >= limit:
+                break
+            if verbose:
+                print(f"[smo_batched] float64 gradient: gap {gap:.6g} > tol; continuing with float64 rows")
+            polished, float32_rounds = True, rounds
+            gdt, gram_dtype = xp.float64, "float64"
+            hits, misses = hits + cache.hits, misses + cache.misses
+            # drop the float32 rows before float64 ones are stored (the cache's store is the peak on the GPU)
+            cache = K_src = K_BB = row_i = None
+            cache_bytes = effective_cache_bytes(be, n, q, 8, cache_bytes_asked)
+            X_rows = X if X.dtype == gdt else X.astype(gdt)
+            cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+            B_prev, moved_prev, n_new_prev = None, xp.ones(1, dtype=bool), 0
+            continue
+        if converged or stalled:
             break
 
         # ---- keep half of the previous working set --------------------------------------------
@@ -337,7 +373,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
 
     inner_steps = int(be.to_host(inner)[0])
     obj = dual_objective(be, alpha, G)
-    if gdt != xp.float64 and (be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= _EXACT_OBJECTIVE_MAX_SV_CPU):
+    if gdt != xp.float64 and not certified and (
+            be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= _EXACT_OBJECTIVE_MAX_SV_CPU):
         obj = _exact_objective(be, X, y, alpha, spec, x_sqnorm)
     b_ = bias(be, y, alpha, G, C)
     info = {
@@ -348,8 +385,11 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         "gram_dtype": str(gram_dtype),
         "gap": gap,
         "stalled": stalled,
-        "cache_hits": cache.hits,
-        "cache_misses": cache.misses,
+        "certified": certified,
+        "float64_polish": polished,
+        "float32_rounds": float32_rounds,
+        "cache_hits": hits + cache.hits,
+        "cache_misses": misses + cache.misses,
         "cache_bytes": cache_bytes,
         "time_s": time.perf_counter() - t0,
     }
