@@ -87,16 +87,33 @@ def precomputed_gram(be, X, Y, spec, dtype):
     return xp.ascontiguousarray(K[i[:, None], j[None, :]], dtype=dtype or K.dtype)
 
 
+# X.var() at or below (_ROUNDING_REL * mean)**2 is taken as 0: constant values leave only the rounding of
+# their mean (a few eps of it, squared), and 1 / that would give a gamma of 1e30 where sklearn's rule for
+# constant X (X.var() == 0) gives 1.0; values that differ in their last ten bits at most count as constant
+_ROUNDING_REL = 1024 * 2.0 ** -52
+
+
 def feature_variance(be, X) -> float:
     """``X.var()`` over all entries of ``X`` (dense, or CSR on ``be`` without densifying it: the mean of
     the squares minus the squared mean), what ``gamma="scale"`` divides by; accumulated in float64 for
     float32 ``X`` too, as scikit-learn, which converts X to float64 first (float32 squares overflow from
-    1.8e19 on)."""
+    1.8e19 on). A variance that is only rounding (nearly constant X) is 0, as for exactly constant X."""
     n, d = int(X.shape[0]), int(X.shape[1])
+    xp = be.xp
     if be.issparse(X):
-        mean = float(X.sum(dtype=be.xp.float64)) / (n * d)
-        return float(be.row_sqnorms(X, be.xp.float64).sum()) / (n * d) - mean * mean
-    return float(X.var(dtype=be.xp.float64))
+        mean = float(X.sum(dtype=xp.float64)) / (n * d)
+        mean_sq = float(be.row_sqnorms(X, xp.float64).sum()) / (n * d)
+        var = mean_sq - mean * mean
+        if abs(var) <= _ROUNDING_REL * mean_sq:
+            # the difference cancelled down to its rounding (a few eps of mean_sq, either sign: a 7.3-filled
+            # CSR matrix gave 2.8e-14): sum the squared deviations of the stored entries and of the
+            # implicit zeros instead, accurate for (nearly) constant values (X is canonical: no duplicates)
+            dev = X.data.astype(xp.float64) - mean
+            var = (float((dev * dev).sum()) + (n * d - int(X.nnz)) * mean * mean) / (n * d)
+    else:
+        var = float(X.var(dtype=xp.float64))
+        mean = float(X.mean(dtype=xp.float64))
+    return 0.0 if var <= (_ROUNDING_REL * mean) ** 2 else var
 
 
 def resolve_gamma(gamma, X_var: float, n_features: int) -> float:

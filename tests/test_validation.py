@@ -165,6 +165,22 @@ def test_gamma_scale_that_cannot_be_resolved_says_why(make):
     make().set_params(gamma=1.0).fit(X * 1e-160, y)  # an explicit gamma is left alone
 
 
+@pytest.mark.parametrize("make", [p for p in _estimators() if p.id != "LinearSVC"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_gamma_scale_of_constant_x_is_one(make, sparse):
+    """sklearn's gamma='scale' is 1.0 when X.var() is 0; a constant X whose variance came out as rounding
+    (7.3 filled: 3e-30 dense, 2.8e-14 from the CSR E[x^2] - E[x]^2) gave gamma 1e13 to 1e29 instead."""
+    X, y = _small_problem(n=40, d=4)
+    for value in (7.3, 1 / 3, -5.7):
+        Xc = np.full(X.shape, value)
+        est = make().fit(sp.csr_matrix(Xc) if sparse else Xc, y)
+        assert est._gamma == 1.0
+    # nearly constant values with a real spread keep their variance
+    Xn = 1e7 + np.random.default_rng(1).normal(size=X.shape)
+    est = make().fit(sp.csr_matrix(Xn) if sparse else Xn, y)
+    assert est._gamma == pytest.approx(1.0 / (Xn.shape[1] * Xn.var()), rel=1e-9)
+
+
 @pytest.mark.parametrize("make", _estimators())
 def test_data_frame_column_names_are_recorded_and_checked(make):
     """As scikit-learn's estimators: a fit on a data frame records ``feature_names_in_``; predicting with
