@@ -189,6 +189,28 @@ def _has_missing(y):
     return False
 
 
+def _nullable_labels_as_float(y):
+    """Labels in pandas' nullable integer, float or boolean dtypes (``Int64``, ``UInt8``, ``Float64``,
+    ``boolean``; a Series or a pandas array) as float64, as scikit-learn's check_array converts them (its
+    ``astype(None)``): its ``classes_`` and predictions are then float64 (measured: SVC, LinearSVC and
+    LogisticRegression of scikit-learn 1.9.1 alike), also as the one column of a data frame. Anything else
+    is returned unchanged."""
+    if getattr(y, "ndim", 0) == 2 and hasattr(y, "iloc") and y.shape[1] == 1:
+        col = _nullable_labels_as_float(y.iloc[:, 0])
+        return col.reshape(-1, 1) if isinstance(col, np.ndarray) else y
+    dtype = getattr(y, "dtype", None)
+    if dtype is None or isinstance(dtype, np.dtype) or not type(y).__module__.startswith("pandas"):
+        return y
+    from pandas import SparseDtype
+    from pandas.api.types import is_bool_dtype, is_extension_array_dtype, is_float_dtype, is_integer_dtype
+
+    if isinstance(dtype, SparseDtype) or not is_extension_array_dtype(dtype):
+        return y
+    if is_bool_dtype(dtype) or is_integer_dtype(dtype) or is_float_dtype(dtype):
+        return np.asarray(y, dtype=np.float64)
+    return y
+
+
 def check_y(y, n_samples, *, owner=None):
     """Validate labels on the host: 1-d, finite, ``n_samples`` long. Returns a NumPy array."""
     where = f" for {owner}" if owner else ""
@@ -221,7 +243,7 @@ def check_class_labels(y, n_samples, *, owner):
         if _has_missing(y):
             raise ValueError(f"'y' for {owner} contains NaN or missing values (None, pd.NA); classification "
                              "targets must all be labels.")
-        y = np.asarray(y)
+        y = np.asarray(_nullable_labels_as_float(y))
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
                       "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)

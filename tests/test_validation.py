@@ -253,6 +253,30 @@ def test_pandas_missing_values_and_bad_class_weights_say_what(make):
             make().set_params(class_weight={0: bad}).fit(X, y)
 
 
+@pytest.mark.parametrize("make", _estimators())
+def test_pandas_nullable_labels_give_float_classes_as_sklearn(make):
+    """scikit-learn's check_array turns labels of pandas' nullable dtypes (Int64, UInt32, boolean, Float64;
+    Series, pandas array or one-column frame) into float64, so its classes_ and predictions are float64
+    (SVC and LinearSVC alike); ours kept int64 / bool / uint32. Plain NumPy dtypes keep their own."""
+    pd = pytest.importorskip("pandas")
+    import warnings
+
+    from sklearn.svm import SVC as SkSVC
+
+    X, y = _small_problem()
+    for labels in (pd.array(y * 3 + 1, dtype="Int64"), pd.Series(y, dtype="UInt32"),
+                   pd.array(y == 1, dtype="boolean"), pd.DataFrame({"y": y}, dtype="Int64")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the one-column frame's DataConversionWarning
+            est = make().fit(X, labels)
+            ref = SkSVC().fit(X, labels)
+        assert est.classes_.dtype == ref.classes_.dtype == np.float64
+        np.testing.assert_array_equal(est.classes_, ref.classes_)
+        assert est.predict(X).dtype == np.float64
+    assert make().fit(X, pd.Series(y == 1)).classes_.dtype == bool
+    assert make().fit(X, y.astype(np.int16)).predict(X).dtype == np.int16
+
+
 def test_svc_verbose_prints_libsvm_summary(capsys):
     """SVC(verbose=True) on the CPU's pair-at-a-time loop prints LIBSVM's summary of each binary solve
     (scikit-learn's SVC prints the same lines, with the same numbers on this problem)."""
