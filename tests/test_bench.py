@@ -217,11 +217,15 @@ def test_cli_bench(tmp_path, capsys):
     (["--warmup-max", "0"], "'warmup_max' parameter"),  # every row failed, exit 0
     (["--max-train", "0"], "'max_train' parameter"),  # no data set loaded
     (["--max-test", "-1"], "'max_test' parameter"),
+    (["--data-dir", "/nonexistent"], "'data_dir' parameter"),  # the tiny suite reads no files: ignored
 ])
 def test_cli_rejects_unknown_names(tmp_path, capsys, args, message):
     rc = main(["bench", "--suite", "tiny", "--out", str(tmp_path), *args])
     assert rc == 2
     assert message in capsys.readouterr().err
+    if args[0] == "--data-dir":  # the paper suite skipped each data set as not found (exit 1)
+        assert main(["bench", "--suite", "paper", "--out", str(tmp_path), *args]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_cli_info_and_list(capsys):

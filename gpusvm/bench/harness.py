@@ -143,6 +143,10 @@ class Settings:
             s.warmup_max = d.get("warmup_max", 2000)
         if s.repeat < 1:
             raise ValueError(f"The 'repeat' parameter must be an int in the range [1, inf). Got {s.repeat!r} instead.")
+        if s.data_dir is not None and not Path(s.data_dir).is_dir():
+            # a mistyped folder was ignored by the suites that read no files, and made the paper suite skip
+            # every data set as "not found" (exit 1, after probing the devices and writing empty outputs)
+            raise ValueError(f"The 'data_dir' parameter must name an existing folder. Got {s.data_dir!r} instead.")
         for name in ("max_train", "max_test", "warmup_max"):  # else every row failed later, and exit 0
             v = getattr(s, name)
             if v is not None and v < 1:
