@@ -207,7 +207,12 @@ def test_cli_bench(tmp_path, capsys):
     merged = json.loads((tmp_path / "merged" / "bench_tiny_cpu.json").read_text())
     assert [r["dataset"] for r in merged["rows"]] == ["chess-600", "breast_cancer"]
     assert len(merged["merged_from"]) == 2 and merged["complete"] is True
-    assert (tmp_path / "merged" / "bench_tiny_cpu.md").is_file()
+    # the merged report said only the first run's settings ("note: shared test machine" for both runs)
+    assert merged["settings_per_run"] == {"note": ["shared test machine", ""]}
+    md = (tmp_path / "merged" / "bench_tiny_cpu.md").read_text()
+    assert ("differ between the 2 merged runs (the lines above are the first run's): "
+            "note: 'shared test machine' / ''") in md
+    assert "- note: shared test machine" not in md
 
 
 @pytest.mark.parametrize("args, message", [

@@ -141,7 +141,12 @@ def to_markdown(doc) -> str:
         f"({s['time_limit_kind']}), row budget: {s.get('row_budget_s')} s (repeats stop once a row's timed fits "
         f"exceed it)",
     ]
-    if s.get("note"):
+    per_run = doc.get("settings_per_run") or {}
+    if per_run:  # a merged document: the lines above are the first run's settings
+        lines.append(f"- settings that differ between the {len(doc['merged_from'])} merged runs (the lines above "
+                     "are the first run's): " + "; ".join(f"{k}: " + " / ".join(map(_fmt_setting, v))
+                                                       for k, v in per_run.items()))
+    if s.get("note") and "note" not in per_run:
         lines.append(f"- note: {s['note']}")
     lines += ["", "## Data sets", "", "| data set | n_train | n_test | features | format | classes | parameters | source |",
               "|---|---|---|---|---|---|---|---|"]
@@ -180,9 +185,16 @@ def to_markdown(doc) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fmt_setting(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v)) or "(none)"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
 def merge(docs: list[dict]) -> dict:
     """One document from several runs' JSON documents (e.g. the paper suite run one data set at a time):
-    rows and data sets concatenated in order; settings, machine and versions of the first; a device usable
+    rows and data sets concatenated in order; settings, machine and versions of the first, and under
+    ``settings_per_run`` each setting in which the runs differ (one value per run); a device usable
     where any run used it; each source's command, creation time, machine and GPU kept under
     ``merged_from``. Speed-ups stay as each run measured them (a row is only compared with the reference of
     its own run)."""
@@ -193,6 +205,11 @@ def merge(docs: list[dict]) -> dict:
     out["rows"], out["datasets"] = [], []
     out["settings"] = {**first.get("settings", {}), "subset_label": None,
                        "datasets": [n for d in docs for n in d.get("settings", {}).get("datasets", [])]}
+    # the Markdown showed only the first run's repeats, limits, inputs and note for every merged row
+    setting = [d.get("settings", {}) for d in docs]
+    keys = dict.fromkeys(k for st in setting for k in st if k not in ("datasets", "subset_label"))
+    out["settings_per_run"] = {k: [st.get(k) for st in setting] for k in keys
+                               if len({json.dumps(st.get(k), sort_keys=True, default=str) for st in setting}) > 1}
     out["merged_from"] = []
     devices = {}  # a device is usable when any run used it: a CPU-only run first must not mark GPU rows skipped
     for d in docs:
