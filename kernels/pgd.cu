@@ -276,8 +276,12 @@ __device__ __forceinline__ void pgd_take_argmin(double bv, long long bi, double*
     __syncthreads();
 }
 
+// __launch_bounds__(1024) on pwss_assign and pwss_pairs: the ops launch exactly 1,024 threads (one block), which
+// fails with "too many resources requested" once a kernel uses more than 64 registers per thread; the bound
+// makes ptxas keep them within 64 (spilling if need be) instead of a later change breaking every launch.
 template <typename T>
-__global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* used, long long* out) {
+__global__ void __launch_bounds__(1024) pwss_assign(const T* __restrict__ S, int p, long long m, int* used,
+                                                    long long* out) {
     __shared__ double red_v[32];
     __shared__ long long red_i[32];
     for (int k = 0; k < p; ++k) {
@@ -295,12 +299,13 @@ __global__ void pwss_assign(const T* __restrict__ S, int p, long long m, int* us
 }
 
 template <typename T>
-__global__ void pwss_pairs(const T* __restrict__ K, long long ld, const long long* __restrict__ slots,
-                           const long long* __restrict__ cand, const double* __restrict__ qi,
-                           const double* __restrict__ qc, const double* __restrict__ di,
-                           const double* __restrict__ dc, const signed char* __restrict__ ok_i,
-                           const signed char* __restrict__ ok_c, double tau, int p, long long m, int* used,
-                           long long* out) {
+__global__ void __launch_bounds__(1024) pwss_pairs(const T* __restrict__ K, long long ld,
+                                                   const long long* __restrict__ slots,
+                                                   const long long* __restrict__ cand, const double* __restrict__ qi,
+                                                   const double* __restrict__ qc, const double* __restrict__ di,
+                                                   const double* __restrict__ dc, const signed char* __restrict__ ok_i,
+                                                   const signed char* __restrict__ ok_c, double tau, int p,
+                                                   long long m, int* used, long long* out) {
     __shared__ double red_v[32];
     __shared__ long long red_i[32];
     for (int k = 0; k < p; ++k) {

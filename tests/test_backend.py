@@ -119,6 +119,34 @@ def test_every_kernel_file_declares_instantiations():
             assert re.search(decl, src), f"{f}: no kernel {base}"
 
 
+def test_kernels_launched_with_large_literal_blocks_declare_launch_bounds():
+    """A kernel launched with more than 256 threads per block needs ``__launch_bounds__`` at least that large:
+    without it ptxas may give it more registers than such a block can have (64 at 1,024 threads), and the
+    launch fails ("too many resources requested"), as alfpgm_subproblem's did; pwss_assign and pwss_pairs,
+    launched with 1,024 threads, had none. Checked: each op function that asks for one kernel and launches
+    it with a literal block size."""
+    decl = re.compile(r"__global__\s+(?:__launch_bounds__\((\d+)[^)]*\)\s+)?void\s+"
+                      r"(?:__launch_bounds__\((\d+)[^)]*\)\s+)?(\w+)\s*\(")
+    bounds = {}
+    for f in kernel_files():
+        for a, b, name in decl.findall(kernel_source(f)):
+            bounds[name] = int(a or b) if (a or b) else None
+    asks = re.compile(r'get_kernel\(\s*"[\w.]+"\s*,\s*f?"(\w+)<')
+    launch = re.compile(r"\bfn\(\s*\([^()]*\)\s*,\s*\((\d+),?\)")
+    checked = []
+    for py in (ROOT / "gpusvm" / "_backend" / "ops").glob("*.py"):
+        for func in re.split(r"\n(?=def |@register_op)", py.read_text(encoding="utf-8")):
+            names, sizes = set(asks.findall(func)), [int(t) for t in launch.findall(func)]
+            if len(names) != 1 or not sizes or max(sizes) <= 256:
+                continue
+            (name,) = names
+            checked.append(name)
+            assert bounds[name] is not None and bounds[name] >= max(sizes), (
+                f"{py.name}: {name} is launched with {max(sizes)} threads but declares "
+                f"__launch_bounds__({bounds[name]})")
+    assert {"pwss_assign", "pwss_pairs"} <= set(checked)
+
+
 def test_every_kernel_python_asks_for_is_declared():
     pattern = re.compile(r'get_kernel\(\s*"([\w.]+)"\s*,\s*f?"(\w+)<')
     found = 0
