@@ -87,12 +87,15 @@ def _split(X, y, seed, test_size=0.2):
     return Xtr, ytr, Xte, yte
 
 
-def _var(X):
-    if sp.issparse(X):
-        m = np.asarray(X.mean(axis=0)).ravel()
-        m2 = np.asarray(X.multiply(X).mean(axis=0)).ravel()
-        return float((m2 - m * m).mean())
-    return float(np.asarray(X).var())
+def _scale_gamma(X):
+    """gamma="scale" as the estimators resolve it (X.var() over all entries, a rounding-only variance
+    as 0), so that the rows of every solver and of sklearn get the same float."""
+    from .._backend import get_backend
+    from .._gram import feature_variance, resolve_gamma
+
+    be = get_backend("cpu")
+    X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+    return resolve_gamma("scale", feature_variance(be, X), X.shape[1])
 
 
 # ---- loaders ---------------------------------------------------------------------------------------
@@ -240,7 +243,7 @@ def load(spec: DatasetSpec, data_dir=None, seed=0, max_train=None, max_test=None
     for fam, p in spec.params.items():
         p = dict(p)
         if p.get("gamma") == "scale":
-            p["gamma"] = 1.0 / (Xtr.shape[1] * _var(Xtr))
+            p["gamma"] = _scale_gamma(Xtr)
             p["gamma_rule"] = "scale: 1 / (n_features * X_train.var())"
         params[fam] = p
     return BenchData(spec.name, Xtr, np.asarray(ytr), Xte, np.asarray(yte), params, info)
