@@ -55,8 +55,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     from the nonzeros of the row against a transposed copy of the support vectors, so sparse rows
     (a9a, w8a) cost their nonzeros, not n_features, per support vector, and a new support vector is
     copied from the nonzeros; memory is O(nnz + budget x n_features) (full w8a: peak 13 MB traced
-    instead of 127 MB with the dense copy). The GPU loop reads dense rows, so sparse input is densified
-    on the device.
+    instead of 127 MB with the dense copy; measured for commit f72159b, not in benchmarks/results/).
+    The GPU loop reads dense rows, so sparse input is densified on the device.
 
     Parameters
     ----------
