@@ -264,6 +264,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     every = max(1, 100 // int(verbose)) if verbose else 0
     certified = polished = False
     float32_rounds = None  # rounds done with float32 rows before float64 rows took over
+    float32_gap64 = None  # the gap of the float32 stop on the float64 gradient
     while True:
         s = -y * G
         up, low = up_low_masks(be, y, alpha, C)
@@ -290,7 +291,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
             # pass) and judge the gap on it; if it is open, go on with float64 rows from there.
             G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=xp.float64)
             certified = True
-            gap = kkt_gap(be, y, alpha, G, C)
+            gap = float32_gap64 = kkt_gap(be, y, alpha, G, C)
             converged, stalled = not (gap > tol), False
             if converged or rounds >= limit:
                 break
@@ -388,6 +389,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         "certified": certified,
         "float64_polish": polished,
         "float32_rounds": float32_rounds,
+        "float32_stop_gap": float32_gap64,
         "cache_hits": hits + cache.hits,
         "cache_misses": misses + cache.misses,
         "cache_bytes": cache_bytes,
