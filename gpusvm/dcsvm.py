@@ -18,7 +18,7 @@ from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
-from .svc import _blocked_decision
+from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree,
                           check_options, check_scalar, check_X, to_numpy, weights_per_sample)
 
@@ -565,8 +565,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             x_sq_g = x_sq if spec.kind == "rbf" else None
             n_pairs = len(self._level_models)
             dec = xp.empty((int(X.shape[0]), n_pairs), dtype=xp.float64)
+            threads = 1 if be.is_gpu else _decision_threads()
             for p in range(n_pairs):
-                dec[:, p], _ = local_decision(be, self._level_models[p][level], X, x_sqnorm=x_sq_g)
+                dec[:, p], _ = local_decision(be, self._level_models[p][level], X, x_sqnorm=x_sq_g, threads=threads)
             return be, dec, lib
         SV = self.support_vectors_
         dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, spec,

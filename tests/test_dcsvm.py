@@ -1025,3 +1025,76 @@ def test_kernel_kmeans_group_sums_accumulate_in_float64_on_the_gpu(gpu_backend):
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
     np.testing.assert_array_equal(got[2], 0.0)
+
+
+def _rbf(A, B, gamma):
+    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
+@pytest.mark.parametrize("assign", ["center", "nearest"])
+def test_early_prediction_matches_a_per_point_reference(assign, monkeypatch):
+    """Early prediction (eq. (11)) point by point from a fitted model's clusterings and local models, in
+    float64: every point goes to the cluster whose sample mean (``assign="center"``) or nearest sampled
+    point ("nearest") is nearest in feature space, and is scored there; every class pair, every level.
+    The CPU path's blocks are shrunk so that a few rows make a block and many blocks run in threads, so
+    rows that cross block boundaries or come back grouped by cluster must still get their own values."""
+    import gpusvm._solvers.dcsvm as dcsvm_mod
+    import gpusvm.svc as svc_mod
+
+    monkeypatch.setattr(dcsvm_mod, "_CPU_ASSIGN_BLOCK_ELEMS", 7 * 40)  # 7 rows against the 40 sampled points
+    monkeypatch.setattr(dcsvm_mod, "_CPU_LOCAL_BLOCK_ELEMS", 50)
+    monkeypatch.setattr(svc_mod, "DECISION_THREADS", 3)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 900)
+    X = rng.normal(size=(900, 3)) + 1.2 * np.eye(3)[y]
+    Xt = rng.normal(size=(500, 3)) + 1.2 * np.eye(3)[rng.integers(0, 3, 500)]
+    gamma = 0.7
+    est = DCSVC(C=2.0, gamma=gamma, n_levels=2, n_clusters_per_level=3, sample_size=40, min_cluster_size=0,
+                max_cluster_share=1.0, max_sv_share=1.0, assign=assign, decision_function_shape="ovo",
+                device="cpu", random_state=0).fit(X, y)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    for level in (1, 2):
+        ref = np.empty((len(Xt), len(pairs)))
+        tied = np.zeros(len(Xt), dtype=bool)
+        for p in range(len(pairs)):
+            model = est._level_models[p][level]
+            clus = model.clustering
+            S, starts = np.asarray(clus.sample_X), clus.starts
+            k = len(starts) - 1
+            assert k == 3 ** level
+            Kxs = _rbf(Xt, S, gamma)  # (n, m) in float64
+            if assign == "center":
+                dist = np.full((len(Xt), k), np.inf)
+                for c in range(k):
+                    Sc = S[starts[c]:starts[c + 1]]
+                    if len(Sc):
+                        dist[:, c] = -2.0 * Kxs[:, starts[c]:starts[c + 1]].mean(1) + _rbf(Sc, Sc, gamma).mean()
+            else:  # the cluster of the nearest sampled point: k(x_j, x_j) = 1 for the RBF gram
+                owner = np.repeat(np.arange(k), np.diff(starts))
+                d_pt = 1.0 - 2.0 * Kxs
+                dist = np.full((len(Xt), k), np.inf)
+                for c in range(k):
+                    if (owner == c).any():
+                        dist[:, c] = d_pt[:, owner == c].min(1)
+            srt = np.sort(dist, axis=1)
+            tied |= srt[:, 1] - srt[:, 0] < 1e-5  # float32 Gram blocks may choose either
+            cl = dist.argmin(1)
+            sv_X, coef = np.asarray(model.sv_X), np.asarray(model.sv_coef)
+            for i in range(len(Xt)):
+                a, b = model.sv_starts[cl[i]], model.sv_starts[cl[i] + 1]
+                ref[i, p] = model.bias[cl[i]] + (_rbf(Xt[i:i + 1], sv_X[a:b], gamma) @ coef[a:b])[0]
+        assert tied.mean() < 0.01
+        dec = est.decision_function(Xt, level=level)
+        np.testing.assert_allclose(dec[~tied], ref[~tied], rtol=1e-9, atol=1e-9)
+        votes = np.zeros((len(Xt), 3))
+        for p, (a, b) in enumerate(pairs):
+            votes[:, a] += dec[:, p] > 0
+            votes[:, b] += dec[:, p] <= 0
+        np.testing.assert_array_equal(est.predict(Xt, level=level), est.classes_[votes.argmax(1)])
+        # and the decision values do not depend on the blocks and threads
+        with monkeypatch.context() as mp:
+            mp.setattr(dcsvm_mod, "_CPU_ASSIGN_BLOCK_ELEMS", 2**21)
+            mp.setattr(dcsvm_mod, "_CPU_LOCAL_BLOCK_ELEMS", 2**18)
+            mp.setattr(svc_mod, "DECISION_THREADS", 1)
+            np.testing.assert_allclose(est.decision_function(Xt, level=level), dec, rtol=1e-12, atol=1e-12)

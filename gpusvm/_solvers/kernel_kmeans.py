@@ -28,7 +28,7 @@ from typing import Any
 from ._common import resolve_gram_dtype
 
 __all__ = ["KernelClustering", "two_step_kernel_kmeans", "kernel_kmeans_sample", "cluster_distances",
-           "assign_clusters"]
+           "assign_clusters", "map_blocks"]
 
 # bound on the elements of one (rows x m) Gram block in the assignment step
 _BLOCK_ELEMS = 8 * 2**20
@@ -141,7 +141,7 @@ def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, row
     return out
 
 
-def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype=None):
+def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype=None, block_elems=None, threads=1):
     """The cluster of each row of ``X``: array of shape (n,), by the clustering's ``assign`` rule.
 
     * "center" (the paper's second step): the cluster whose sample mean is nearest in feature space,
@@ -159,12 +159,20 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
     more), against 20% by the nearest sampled point; and the nearest rule also left *less* kernel mass
     between clusters (0.42 vs 0.44 of sum k(x_i, x_j) over random pairs), the quantity the paper's
     error bound is stated in. See :class:`gpusvm.DCSVC` (``assign``) for the timings.
+
+    ``block_elems`` bounds the elements of one (rows x m) Gram block (default ``_BLOCK_ELEMS``);
+    ``threads`` > 1 (CPU only) assigns the blocks in that many threads with BLAS held to one thread
+    (:func:`gpusvm._parallel.single_blas_thread`, process-wide: call it so from the main thread only).
+    Early prediction does so (:func:`gpusvm._solvers.dcsvm.local_decision`): a block's thin product
+    (d columns) gains little from BLAS threads, and its transform and per-cluster sums have none.
+    The rule is the same for any block shape; the shape can change the last bits of the Gram values
+    (the BLAS product's order), so a point that two clusters tie to that precision may change cluster.
     """
     xp = be.xp
     dtype = clustering.gram_dtype if dtype is None else dtype
     n = X.shape[0]
     m = clustering.sample_X.shape[0]
-    rows = max(1, _BLOCK_ELEMS // max(m, 1))
+    rows = max(1, (_BLOCK_ELEMS if block_elems is None else int(block_elems)) // max(m, 1))
     labels = xp.empty(n, dtype=xp.int64)
     if x_sqnorm is None and clustering.spec.kind == "rbf":
         x_sqnorm = be.row_sqnorms(X, xp.float64)
@@ -173,19 +181,40 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
         sample_label = xp.repeat(xp.arange(k, dtype=xp.int64),
                                  [clustering.starts[c + 1] - clustering.starts[c] for c in range(k)])
         diag = clustering.sample_diag
-        for r0 in range(0, n, rows):
+
+        def block(r0):
             r1 = min(n, r0 + rows)
             Kb = be.gram(clustering.sample_X, X[r0:r1], clustering.spec, x_sqnorm=clustering.sample_sqnorm,
                          y_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], dtype=xp.dtype(dtype))
             score = diag[:, None] - 2.0 * Kb  # (m, rows), float64
             labels[r0:r1] = sample_label[xp.argmin(score, axis=0)]
-        return labels
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        D = cluster_distances(be, clustering, X[r0:r1],
-                              x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], rows=rows, dtype=dtype)
-        labels[r0:r1] = xp.argmin(D, axis=1)
+    else:
+        def block(r0):
+            r1 = min(n, r0 + rows)
+            D = cluster_distances(be, clustering, X[r0:r1], x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
+                                  rows=rows, dtype=dtype)
+            labels[r0:r1] = xp.argmin(D, axis=1)
+
+    map_blocks(be, block, range(0, n, rows), threads)
     return labels
+
+
+def map_blocks(be, fn, items, threads=1):
+    """``fn(item)`` for every item (blocks that write their own part of an output), in ``threads``
+    threads on the CPU with BLAS held to one thread (:func:`gpusvm._parallel.single_blas_thread`,
+    process-wide: only from the main thread), one after the other on the GPU or with one thread."""
+    items = list(items)
+    threads = 1 if be.is_gpu else max(1, min(int(threads), len(items)))
+    if threads == 1:
+        for item in items:
+            fn(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .._parallel import single_blas_thread
+
+    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as ex:
+        list(ex.map(fn, items))
 
 
 def _kmeanspp(be, K, diag, k, rng):
