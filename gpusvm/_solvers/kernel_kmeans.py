@@ -96,9 +96,11 @@ def _group_sums(be, K, starts):
     if not nonempty:
         return out
     if be.is_gpu:
+        # the indicator in one scatter (row c: ones over cluster c's rows), not one launch per cluster: the
+        # assignment forms it for every block of rows, and k launches (256 at the finest default level)
+        # are more than the block's Gram product and sums
         W = xp.zeros((k, K.shape[0]), dtype=xp.float64)
-        for c in nonempty:
-            W[c, starts[c]:starts[c + 1]] = 1
+        W[xp.repeat(xp.arange(k), [starts[c + 1] - starts[c] for c in range(k)]), xp.arange(starts[k])] = 1
         return W @ K.astype(xp.float64, copy=False)
     for c in nonempty:  # k contiguous slab sums: one pass over K (numpy's reduceat on axis 0 is far slower)
         K[starts[c]:starts[c + 1]].sum(axis=0, dtype=xp.float64, out=out[c])
