@@ -1098,3 +1098,23 @@ def test_early_prediction_matches_a_per_point_reference(assign, monkeypatch):
             mp.setattr(dcsvm_mod, "_CPU_LOCAL_BLOCK_ELEMS", 2**18)
             mp.setattr(svc_mod, "DECISION_THREADS", 1)
             np.testing.assert_allclose(est.decision_function(Xt, level=level), dec, rtol=1e-12, atol=1e-12)
+
+
+def test_assign_clusters_is_the_argmin_of_cluster_distances_with_an_empty_cluster():
+    """assign_clusters ("center") takes the argmin in the sums' (k, rows) layout in place; it must pick
+    what cluster_distances' (rows, k) values pick, an empty cluster never, whatever the blocks."""
+    from gpusvm._solvers.kernel_kmeans import assign_clusters, kernel_kmeans_sample
+
+    be = get_backend("cpu")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 4))
+    clus = kernel_kmeans_sample(be, X, GramSpec("rbf", 0.3), 6, 120, np.random.default_rng(0))
+    # cluster 2 emptied: its rows go to cluster 3
+    s = list(clus.starts)
+    clus.starts = s[:3] + [s[2]] + s[4:]
+    clus.center_sqnorm = clus.center_sqnorm.copy()
+    clus.center_sqnorm[2] = -1e9  # would win every point if the empty cluster were not excluded
+    want = np.argmin(cluster_distances(be, clus, X), axis=1)
+    assert 2 not in set(want.tolist())
+    for kw in ({}, {"block_elems": 120 * 13, "threads": 3}):
+        np.testing.assert_array_equal(assign_clusters(be, clus, X, **kw), want)

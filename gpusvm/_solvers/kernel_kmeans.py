@@ -115,6 +115,20 @@ def _distances_from_sums(be, sums, counts, center_sqnorm):
     return xp.where(counts[None, :] > 0, d, xp.inf)
 
 
+def _nearest_centers(be, sums, counts, center_sqnorm):
+    """``argmin_c`` of :func:`_distances_from_sums` from the (k, rows) sums, which it overwrites: the same
+    values (the same operations, in the same order) in the layout :func:`_group_sums` returns, without the
+    transposed (rows, k) copies and temporaries (100k rows against 256 clusters of 1,024 sampled points, one
+    thread: 1.59 -> 1.48-1.53 CPU-s)."""
+    xp = be.xp
+    safe = xp.maximum(counts, 1).astype(xp.float64)
+    sums *= -2.0
+    sums /= safe[:, None]
+    sums += center_sqnorm[:, None]
+    sums[counts == 0] = xp.inf
+    return xp.argmin(sums, axis=0)
+
+
 def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, rows=None, dtype=None):
     """Feature-space distance (less ``k(x, x)``) of each row of ``X`` to each cluster mean.
 
@@ -190,12 +204,15 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
                          y_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], dtype=xp.dtype(dtype))
             score = diag[:, None] - 2.0 * Kb  # (m, rows), float64
             labels[r0:r1] = sample_label[xp.argmin(score, axis=0)]
-    else:
+    else:  # cluster_distances, block by block, and its argmin
+        counts = xp.asarray([clustering.starts[c + 1] - clustering.starts[c] for c in range(clustering.n_clusters)])
+
         def block(r0):
             r1 = min(n, r0 + rows)
-            D = cluster_distances(be, clustering, X[r0:r1], x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
-                                  rows=rows, dtype=dtype)
-            labels[r0:r1] = xp.argmin(D, axis=1)
+            Kb = be.gram(clustering.sample_X, X[r0:r1], clustering.spec, x_sqnorm=clustering.sample_sqnorm,
+                         y_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1], dtype=xp.dtype(dtype))
+            labels[r0:r1] = _nearest_centers(be, _group_sums(be, Kb, clustering.starts), counts,
+                                             clustering.center_sqnorm)
 
     map_blocks(be, block, range(0, n, rows), threads)
     return labels
