@@ -13,9 +13,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run", extra=None):
-    """``run_one(name, data_dir)`` per data set; results in benchmarks/results/<stem>.{json,md}. ``extra``:
-    more entries of the JSON's "meta" (measurements that are not per data set)."""
+def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run", extra=None,
+                 out_dir=None):
+    """``run_one(name, data_dir)`` per data set; results in <out_dir>/<stem>.{json,md} (default
+    benchmarks/results). ``extra``: more entries of the JSON's "meta" (measurements that are not per data
+    set)."""
     from gpusvm.datasets import find_data_dir
 
     data_dir = find_data_dir()
@@ -26,7 +28,8 @@ def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs ({machine_note})", "commit": commit,
             "command": "python " + " ".join([f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]]), **(extra or {})}
     results = []
-    out = HERE / "results" / stem
+    out = (HERE / "results" if out_dir is None else Path(out_dir)) / stem
+    out.parent.mkdir(parents=True, exist_ok=True)
     for name in names:
         results.append(run_one(name, data_dir))
         out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))

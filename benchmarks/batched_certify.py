@@ -9,7 +9,8 @@ the start (rounds, objective, SVs, time). Subsets of the training files (the che
 Gram values on the CPU), q = 1,024 (the GPU's working-set size).
 
 Usage: python benchmarks/batched_certify.py [--datasets a9a ijcnn1 phishing] [--device cpu] [--tag cpu]
-Writes benchmarks/results/batched_certify_<tag>.{json,md} after every data set.
+       [--out DIR]
+Writes <DIR or benchmarks/results>/batched_certify_<tag>.{json,md} after every data set.
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ def main():
     ap.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1", "phishing"], choices=sorted(SIZES))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--tag", default="cpu")
+    ap.add_argument("--out", default=None, help="result folder (default benchmarks/results)")
     a = ap.parse_args()
-    run_datasets(f"batched_certify_{a.tag}", a.datasets, lambda name, d: run(name, d, a.device), markdown)
+    run_datasets(f"batched_certify_{a.tag}", a.datasets, lambda name, d: run(name, d, a.device), markdown,
+                 out_dir=a.out)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@
 #   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a, and
 #             --configs '4,4,batch;4,4,nobatch;4,4,batch,minc=200' to time the batched cluster solves
 #             against one-by-one and with the 64-cluster level solved; not yet run on a GPU).
+#   "certify": benchmarks/batched_certify.py --device $ONE_DEVICE: what the float64 check of the batched
+#             solver's float32 stop finds and costs (CERTIFY_ARGS, e.g. --datasets a9a ijcnn1).
 #
 # Usage:  benchmarks/run_gpu.sh [DATA_DIR] [NAME]
 #   DATA_DIR  folder of the LIBSVM .xz files (default: $GPUSVM_DATA, else ../shared/data)
@@ -21,7 +23,7 @@
 #   DATASETS    comma-separated paper data sets for this call (default: all five); run one per call
 #               when a command has a time limit, then merge:  python -m gpusvm report <json...> --out DIR
 #   DEVICES     devices of the paper suite and the budget table (default: cpu,gpu)
-#   ONE_DEVICE  device of the linear and DC-SVM tables (default: gpu)
+#   ONE_DEVICE  device of the linear, DC-SVM and certify tables (default: gpu)
 #   BENCH_ARGS  extra arguments for gpusvm bench (e.g. "--max-train 50000 --repeat 3")
 #   OUT         parent folder of the results (default: benchmarks/results); a device runner that
 #               collects files from $OUT gets them back from there
@@ -108,8 +110,12 @@ for step in $STEPS; do
         # shellcheck disable=SC2086
         $PY benchmarks/dcsvm_bench.py --device "$ONE_DEVICE" --data-dir "$DATA" --out "$DEST" ${DCSVM_ARGS:-} \
             || status=1 ;;
+    certify)
+        # shellcheck disable=SC2086
+        $PY benchmarks/batched_certify.py --device "$ONE_DEVICE" --tag "$ONE_DEVICE" --out "$DEST" \
+            ${CERTIFY_ARGS:---datasets a9a ijcnn1 phishing w8a} || status=1 ;;
     *)
-        echo "unknown step $step (nvcc, tests, micro, paper, budget, linear, dcsvm)" >&2; status=2 ;;
+        echo "unknown step $step (nvcc, tests, micro, paper, budget, linear, dcsvm, certify)" >&2; status=2 ;;
     esac
 done
 if [ -n "${TARBALL:-}" ]; then
