@@ -39,8 +39,9 @@ the SVM dual. A decomposition method: each round optimizes ``2 p`` variables (``
   decomposition goes on from that ``G`` with a new cache of float64 rows, the limiter counters and the
   carried multiplier reset (``info``: ``certified``, ``float32_stop_gap``, ``float64_polish``,
   ``float32_rounds``). ijcnn1 then closed in 2 more rounds (gap 3.7e-4, 2.7 s against 2.2 s), a9a in 219
-  (gap 9.5e-4). Without the pass (``max_iter``, or the CPU above its size) the objective alone is
-  recomputed in float64 (on the GPU, and on the CPU up to 4,096 SVs).
+  after 3,843 (gap 9.5e-4, 86 s against 76 s; shared 2-core CPU). Without the pass (``max_iter``, or
+  the CPU above its size) the objective alone is recomputed in float64 (on the GPU, and on the CPU up
+  to 4,096 SVs).
 
 Details the paper leaves open, and what we chose (documented here so they can be revisited)
 --------------------------------------------------------------------------------------------
