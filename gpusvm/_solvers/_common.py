@@ -127,6 +127,92 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     return G
 
 
+
+# The float64 gradient that checks a float32 stop costs an n x n_sv Gram pass: cheap on the GPU, but an
+# n_sv x n_sv pass took 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of the
+# solve. On the CPU it is done up to this many Gram values; above, the objective alone is recomputed in
+# float64 (an n_sv x n_sv pass) up to EXACT_OBJECTIVE_MAX_SV_CPU SVs.
+CERTIFY_MAX_ENTRIES_CPU = 2**25
+EXACT_OBJECTIVE_MAX_SV_CPU = 4096
+
+
+def exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
+    """D(alpha) = sum(alpha) - 1/2 beta^T K beta (beta = y alpha) with float64 Gram values over the
+    support vectors, in row chunks of at most ``max_bytes``.
+
+    With float32 Gram rows the running gradient carries their rounding (about 1e-6 relative in D on
+    a9a); this makes the reported objective exactly that of the returned coefficients, at the cost of
+    one pass over the n_sv x n_sv Gram matrix.
+    """
+    xp = be.xp
+    sv = xp.nonzero(alpha > 0)[0]
+    m = int(sv.shape[0])
+    if m == 0:
+        return 0.0
+    beta = alpha[sv] * y[sv]
+    Xs = be.take_rows(X, sv)
+    sq = None if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[sv]
+    step = max(1, int(max_bytes) // (8 * m))
+    quad = xp.zeros((), dtype=xp.float64)  # accumulated on the device: one host sync at the end
+    for r0 in range(0, m, step):
+        r1 = min(m, r0 + step)
+        Kc = be.gram(be.take_rows(Xs, xp.arange(r0, r1)), Xs, spec,
+                     x_sqnorm=None if sq is None else sq[r0:r1], y_sqnorm=sq, dtype=xp.float64)
+        quad = quad + beta[r0:r1] @ (Kc @ beta)
+    return float(xp.sum(alpha) - 0.5 * quad)
+
+
+class Float32StopCheck:
+    """The float64 check of a decomposition's stop with float32 Gram rows (batched SMO, ALFPGM).
+
+    The running gradient sums float32 rows, whose rounding (about 1e-7 of each value, weighted by alphas
+    up to ``C``) it carries, so at a large ``C`` a float32 stop can be no KKT point of the problem. At such
+    a stop (when :meth:`applies`) the solver recomputes ``G`` from alpha with float64 values
+    (:meth:`exact_gradient`, one ``n x n_sv`` Gram pass) and judges the gap on it; if it is open, it goes
+    on with float64 rows from there (:meth:`switch`). This object keeps what ``info`` reports of it.
+    """
+
+    def __init__(self):
+        self.certified = self.polished = False
+        self.float32_rounds = None  # rounds done with float32 rows before float64 rows took over
+        self.stop_gap = None  # the gap of the float32 stop on the float64 gradient
+        self.hits = self.misses = 0  # of the float32 rows' cache, once float64 rows take over
+
+    @staticmethod
+    def applies(be, gram_dtype, n, alpha) -> bool:
+        """Whether a stop with rows of ``gram_dtype`` is checked: float32 rows, always on the GPU, on the
+        CPU when the ``n x n_sv`` pass is at most :data:`CERTIFY_MAX_ENTRIES_CPU` values."""
+        xp = be.xp
+        return xp.dtype(gram_dtype) != xp.float64 and (
+            be.is_gpu or int(n) * int(xp.count_nonzero(alpha > 0)) <= CERTIFY_MAX_ENTRIES_CPU)
+
+    def exact_gradient(self, be, X, y, alpha, spec, x_sqnorm, C):
+        """``(G, gap)``: the gradient from alpha with float64 Gram values, and its KKT gap."""
+        G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=be.xp.float64)
+        self.certified = True
+        self.stop_gap = kkt_gap(be, y, alpha, G, C)
+        return G, self.stop_gap
+
+    def switch(self, rounds, cache):
+        """Float64 rows take over after ``rounds`` rounds; ``cache`` (the float32 rows') is dropped."""
+        self.polished, self.float32_rounds = True, rounds
+        self.hits, self.misses = self.hits + cache.hits, self.misses + cache.misses
+
+    def objective(self, be, X, y, alpha, G, spec, x_sqnorm, gram_dtype):
+        """The objective to report: from ``G`` when it is exact (float64 rows, or a checked stop), else
+        recomputed from float64 Gram values where affordable (on the GPU, on the CPU up to
+        :data:`EXACT_OBJECTIVE_MAX_SV_CPU` SVs), so that it is that of the returned alpha."""
+        xp = be.xp
+        if xp.dtype(gram_dtype) != xp.float64 and not self.certified and (
+                be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= EXACT_OBJECTIVE_MAX_SV_CPU):
+            return exact_objective(be, X, y, alpha, spec, x_sqnorm)
+        return dual_objective(be, alpha, G)
+
+    def info(self, cache) -> dict:
+        return {"certified": self.certified, "float64_polish": self.polished,
+                "float32_rounds": self.float32_rounds, "float32_stop_gap": self.stop_gap,
+                "cache_hits": self.hits + cache.hits, "cache_misses": self.misses + cache.misses}
+
 # Above this median relative perturbation of the pair curvatures (see float32_gram_error), float32 Gram
 # values no longer describe the problem: the solvers then store float64 values instead.
 FLOAT32_MAX_CURVATURE_ERROR = 1e-5

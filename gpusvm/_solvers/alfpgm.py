@@ -131,8 +131,8 @@ import time
 
 from .._backend.ops.gram import densify_pays
 from . import BinaryResult, register_binary_solver
-from ._common import bias, dual_objective, gradient_from_alpha, gram_diag, kkt_gap, resolve_gram_dtype, up_low_masks
-from .smo_batched import _CERTIFY_MAX_ENTRIES_CPU, _EXACT_OBJECTIVE_MAX_SV_CPU, _exact_objective, effective_cache_bytes
+from ._common import Float32StopCheck, bias, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
+from .smo_batched import effective_cache_bytes
 
 __all__ = ["solve_alfpgm", "DEFAULT_N_PAIRS", "OPTIONS"]
 
@@ -391,10 +391,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     polish_steps = xp.zeros(1, dtype=xp.int64)
     neg_inf, pos_inf = -xp.inf, xp.inf
     rounds = pairs_total = resets = fills = fallbacks = merged = 0
-    hits = misses = 0  # of the float32 rows' cache, when float64 rows take over
-    converged = certified = polished = False
-    float32_rounds = None  # rounds done with float32 rows before float64 rows took over
-    float32_gap64 = None  # the gap of the float32 stop on the float64 gradient
+    converged = False
+    check = Float32StopCheck()
     gap = math.inf
     every = max(1, 100 // int(verbose)) if verbose else 0
 
@@ -422,25 +420,21 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         if verbose and rounds % every == 0:
             print(f"[alfpgm] round {rounds}: gap {gap:.6g}, pairs {pairs_total}")
         converged = not (gap > tol)
-        if converged and gdt != f64 and (
-                be.is_gpu or n * int(xp.count_nonzero(alpha > 0)) <= _CERTIFY_MAX_ENTRIES_CPU):
+        if converged and check.applies(be, gdt, n, alpha):
             # Certify the float32 stop (as the batched SMO): G sums float32 rows, whose rounding (about
             # 1e-7 of each value, times C) it carries; at a large C that exceeds tol and the stop is no KKT
             # point of the problem. Merge the duplicates first (with the float32 rows: the exact G does not
             # change), then recompute G from alpha with float64 values (one n x n_sv Gram pass) and judge
             # the gap on it; if it is open, go on with float64 rows from there.
             merged += _merge_duplicates(be, X, y, alpha, C, G, cache)
-            G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=f64)
-            certified = True
-            gap = float32_gap64 = kkt_gap(be, y, alpha, G, C)
+            G, gap = check.exact_gradient(be, X, y, alpha, spec, x_sqnorm, C)
             converged = not (gap > tol)
             if converged or rounds >= limit:
                 break
             if verbose:
                 print(f"[alfpgm] float64 gradient: gap {gap:.6g} > tol; continuing with float64 rows")
-            polished, float32_rounds = True, rounds
+            check.switch(rounds, cache)
             gdt, gram_dtype = f64, "float64"
-            hits, misses = hits + cache.hits, misses + cache.misses
             # drop the float32 rows before float64 ones are stored (the cache's store is the peak on the GPU)
             cache = K_i = K_src = K_BB = Q = None
             cache_bytes = effective_cache_bytes(be, n, 2 * p, 8, cache_bytes_asked)
@@ -564,17 +558,14 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         last_move[B] = xp.abs(delta)
         rounds += 1
 
-    if converged and not (certified and not polished):
+    if converged and not (check.certified and not check.polished):
         # (a certified float32 stop merged them before its float64 gradient); G is updated with the rows
         # of the cache's type, float64 ones after a float64 polish
         merged += _merge_duplicates(be, X, y, alpha, C, G, cache)
     st = [int(v) for v in be.to_host(stats).tolist()]
-    obj = dual_objective(be, alpha, G)
-    if gdt != f64 and not certified and (
-            be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= _EXACT_OBJECTIVE_MAX_SV_CPU):
-        # no float64 gradient (max_iter, or the CPU above the certification's size): the objective alone
-        # from float64 Gram values, so that it is that of the returned alpha
-        obj = _exact_objective(be, X, y, alpha, spec, x_sqnorm)
+    # without a float64 gradient (max_iter, or the CPU above the check's size) the objective alone comes
+    # from float64 Gram values, so that it is that of the returned alpha
+    obj = check.objective(be, X, y, alpha, G, spec, x_sqnorm, gdt)
     b_ = bias(be, y, alpha, G, C)
     info = {
         "inner_iters": st[0],
@@ -590,12 +581,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         "limiter_resets": resets,
         "gap": gap,
         "gram_dtype": str(gram_dtype),
-        "certified": certified,
-        "float64_polish": polished,
-        "float32_rounds": float32_rounds,
-        "float32_stop_gap": float32_gap64,
-        "cache_hits": hits + cache.hits,
-        "cache_misses": misses + cache.misses,
+        **check.info(cache),
         "time_s": time.perf_counter() - t0,
     }
     if verbose:

@@ -60,18 +60,11 @@ import math
 import time
 
 from . import BinaryResult
-from ._common import (bias, dual_objective, gradient_from_alpha, gram_diag, kkt_gap, resolve_gram_dtype,
-                      up_low_masks)
+from ._common import Float32StopCheck, bias, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
 
 __all__ = ["solve_batched", "default_working_set_size", "effective_cache_bytes"]
 
 MAX_WORKING_SET = 1024
-# The float64 gradient that certifies a float32 solve costs an n x n_sv Gram pass: cheap on the GPU, but
-# an n_sv x n_sv pass took 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of
-# the solve. On the CPU it is done up to this many Gram values; above, the objective alone is recomputed
-# in float64 (an n_sv x n_sv pass) up to this many SVs.
-_CERTIFY_MAX_ENTRIES_CPU = 2**25
-_EXACT_OBJECTIVE_MAX_SV_CPU = 4096
 _LOCAL_MODES = {"smo": 0, "pa-smo": 1}
 
 
@@ -119,32 +112,6 @@ def _top_k(xp, score, k):
     else:
         idx = xp.argpartition(-score, k - 1)[:k].astype(xp.int64)
     return idx, score[idx] > -xp.inf
-
-
-def _exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
-    """D(alpha) = sum(alpha) - 1/2 beta^T K beta (beta = y alpha) with float64 Gram values over the
-    support vectors, in row chunks of at most ``max_bytes``.
-
-    With float32 Gram rows the running gradient carries their rounding (about 1e-6 relative in D on
-    a9a); this makes the reported objective exactly that of the returned coefficients, at the cost of
-    one pass over the n_sv x n_sv Gram matrix.
-    """
-    xp = be.xp
-    sv = xp.nonzero(alpha > 0)[0]
-    m = int(sv.shape[0])
-    if m == 0:
-        return 0.0
-    beta = alpha[sv] * y[sv]
-    Xs = be.take_rows(X, sv)
-    sq = None if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[sv]
-    step = max(1, int(max_bytes) // (8 * m))
-    quad = xp.zeros((), dtype=xp.float64)  # accumulated on the device: one host sync at the end
-    for r0 in range(0, m, step):
-        r1 = min(m, r0 + step)
-        Kc = be.gram(be.take_rows(Xs, xp.arange(r0, r1)), Xs, spec,
-                     x_sqnorm=None if sq is None else sq[r0:r1], y_sqnorm=sq, dtype=xp.float64)
-        quad = quad + beta[r0:r1] @ (Kc @ beta)
-    return float(xp.sum(alpha) - 0.5 * quad)
 
 
 def _centered_for_rbf(be, X, x_sqnorm):
@@ -253,7 +220,6 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     # bit-identical rows without a cast of all of X (n x d) in every round's row request
     X_rows = X if X.dtype == gdt else X.astype(gdt)
     cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
-    hits = misses = 0  # of the float32 rows' cache, when float64 rows take over
 
     inner = xp.zeros(1, dtype=xp.int64)
     B_prev = None
@@ -264,9 +230,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     gap = math.inf
     neg_inf = -xp.inf
     every = max(1, 100 // int(verbose)) if verbose else 0
-    certified = polished = False
-    float32_rounds = None  # rounds done with float32 rows before float64 rows took over
-    float32_gap64 = None  # the gap of the float32 stop on the float64 gradient
+    check = Float32StopCheck()
     while True:
         s = -y * G
         up, low = up_low_masks(be, y, alpha, C)
@@ -285,23 +249,19 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         # the local steps no longer change alpha (below its float64 resolution): every later round
         # would select the same working set and repeat this one, so stop (not converged) instead
         stalled = not converged and n_moved == 0
-        if (converged or stalled) and gdt != xp.float64 and (
-                be.is_gpu or n * int(xp.count_nonzero(alpha > 0)) <= _CERTIFY_MAX_ENTRIES_CPU):
+        if (converged or stalled) and check.applies(be, gdt, n, alpha):
             # Certify the float32 stop: the running gradient sums float32 rows, whose rounding (about
             # 1e-7 of each value, times C) it carries; at a large C that exceeds tol and the stop is no
             # KKT point of the problem. Recompute G from alpha with float64 values (one n x n_sv Gram
             # pass) and judge the gap on it; if it is open, go on with float64 rows from there.
-            G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=xp.float64)
-            certified = True
-            gap = float32_gap64 = kkt_gap(be, y, alpha, G, C)
+            G, gap = check.exact_gradient(be, X, y, alpha, spec, x_sqnorm, C)
             converged, stalled = not (gap > tol), False
             if converged or rounds >= limit:
                 break
             if verbose:
                 print(f"[smo_batched] float64 gradient: gap {gap:.6g} > tol; continuing with float64 rows")
-            polished, float32_rounds = True, rounds
+            check.switch(rounds, cache)
             gdt, gram_dtype = xp.float64, "float64"
-            hits, misses = hits + cache.hits, misses + cache.misses
             # drop the float32 rows before float64 ones are stored (the cache's store is the peak on the GPU)
             cache = K_src = K_BB = row_i = None
             cache_bytes = effective_cache_bytes(be, n, q, 8, cache_bytes_asked)
@@ -375,10 +335,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         rounds += 1
 
     inner_steps = int(be.to_host(inner)[0])
-    obj = dual_objective(be, alpha, G)
-    if gdt != xp.float64 and not certified and (
-            be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= _EXACT_OBJECTIVE_MAX_SV_CPU):
-        obj = _exact_objective(be, X, y, alpha, spec, x_sqnorm)
+    obj = check.objective(be, X, y, alpha, G, spec, x_sqnorm, gdt)
     b_ = bias(be, y, alpha, G, C)
     info = {
         "inner_steps": inner_steps,
@@ -388,12 +345,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         "gram_dtype": str(gram_dtype),
         "gap": gap,
         "stalled": stalled,
-        "certified": certified,
-        "float64_polish": polished,
-        "float32_rounds": float32_rounds,
-        "float32_stop_gap": float32_gap64,
-        "cache_hits": hits + cache.hits,
-        "cache_misses": misses + cache.misses,
+        **check.info(cache),
         "cache_bytes": cache_bytes,
         "time_s": time.perf_counter() - t0,
     }
