@@ -127,7 +127,6 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     return G
 
 
-
 # The float64 gradient that checks a float32 stop costs an n x n_sv Gram pass: cheap on the GPU, but an
 # n_sv x n_sv pass took 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of the
 # solve. On the CPU it is done up to this many Gram values; above, the objective alone is recomputed in
@@ -212,6 +211,7 @@ class Float32StopCheck:
         return {"certified": self.certified, "float64_polish": self.polished,
                 "float32_rounds": self.float32_rounds, "float32_stop_gap": self.stop_gap,
                 "cache_hits": self.hits + cache.hits, "cache_misses": self.misses + cache.misses}
+
 
 # Above this median relative perturbation of the pair curvatures (see float32_gram_error), float32 Gram
 # values no longer describe the problem: the solvers then store float64 values instead.
