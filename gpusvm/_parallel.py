@@ -56,8 +56,14 @@ def single_blas_thread():
 def map_problems(fn, items, n_jobs, *, on_gpu):
     """``[fn(item) for item in items]``, in up to ``n_jobs`` threads on the CPU (joblib's convention:
     None means 1 unless in a ``joblib.parallel_backend`` context, -1 all cores)."""
+    return map_threads(fn, items, 1 if on_gpu else effective_n_jobs(n_jobs))
+
+
+def map_threads(fn, items, threads):
+    """``[fn(item) for item in items]`` in up to ``threads`` threads (a count; 1 or less: in this thread)
+    with BLAS held to one thread while they run (:func:`single_blas_thread`)."""
     items = list(items)
-    workers = 1 if on_gpu else max(1, min(len(items), effective_n_jobs(n_jobs)))
+    workers = max(1, min(len(items), int(threads)))
     if workers == 1:
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor

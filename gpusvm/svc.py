@@ -20,7 +20,7 @@ from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
-from ._parallel import check_n_jobs, map_problems, single_blas_thread
+from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_options, check_scalar,
                           check_X, to_input_library, to_numpy, weights_per_sample)
@@ -108,15 +108,7 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
         K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
         dec[s0:s1] = (coef @ K).T + b[None, :]
 
-    threads = 1 if be.is_gpu else min(len(starts), _decision_threads())
-    if threads <= 1:
-        for s0 in starts:
-            block(s0)
-        return dec
-    from concurrent.futures import ThreadPoolExecutor
-
-    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as ex:
-        list(ex.map(block, starts))
+    map_threads(block, starts, 1 if be.is_gpu else _decision_threads())
     return dec
 
 

@@ -168,10 +168,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._backend.base import is_device_oom
-from .._parallel import map_problems
+from .._parallel import map_problems, map_threads
 from . import get_binary_solver
 from ._common import resolve_gram_dtype
-from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample, map_blocks
+from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
 __all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "too_few_for_clusters",
            "lowest_clustered_level", "repair_feasibility", "solve_subproblem_task", "local_decision", "batchable"]
@@ -319,7 +319,7 @@ def local_decision(be, model: LocalModels, X, *, x_sqnorm=None, threads=1):
     The rows are assigned in blocks (one Gram block against the whole k-means sample each), grouped by
     cluster with one sort, and every local model is evaluated on its own rows only, in blocks of rows
     (no copy of a cluster's rows beyond one block). On the CPU both kinds of blocks run in ``threads``
-    threads with single-threaded BLAS (:func:`gpusvm._solvers.kernel_kmeans.map_blocks`; only from the
+    threads with single-threaded BLAS (:func:`gpusvm._parallel.map_threads`; only from the
     main thread). Measured on 200k rows of 20 features, a model of 3 classes fitted on 20k rows (k=8,
     L=2, 500 sampled points per level; 2 shared cores, two interleaved runs each): level 1 took 6.8-7.4 s
     (13.5-14.7 CPU-s) and level 2 3.9-4.3 s (7.8-8.6) when the assignment ran 32 MB blocks with BLAS's own
@@ -355,7 +355,7 @@ def local_decision(be, model: LocalModels, X, *, x_sqnorm=None, threads=1):
                     y_sqnorm=None if model.sv_sqnorm is None else model.sv_sqnorm[a:b], dtype=xp.float64)
         out[rr] += K @ model.sv_coef[a:b]  # the blocks' rows are disjoint
 
-    map_blocks(be, block, blocks, threads)
+    map_threads(block, blocks, 1 if be.is_gpu else threads)
     return out, cl
 
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._parallel import map_threads
 from ._common import resolve_gram_dtype
 
 __all__ = ["KernelClustering", "two_step_kernel_kmeans", "kernel_kmeans_sample", "cluster_distances",
-           "assign_clusters", "map_blocks"]
+           "assign_clusters"]
 
 # bound on the elements of one (rows x m) Gram block in the assignment step
 _BLOCK_ELEMS = 8 * 2**20
@@ -206,26 +207,8 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
             sums = _group_sums(be, _sample_gram(be, clustering, X, x_sqnorm, r0, r1, dtype), clustering.starts)
             labels[r0:r1] = xp.argmin(_distances_from_sums(be, sums, counts, clustering.center_sqnorm), axis=0)
 
-    map_blocks(be, block, range(0, n, rows), threads)
+    map_threads(block, range(0, n, rows), 1 if be.is_gpu else threads)
     return labels
-
-
-def map_blocks(be, fn, items, threads=1):
-    """``fn(item)`` for every item (blocks that write their own part of an output), in ``threads``
-    threads on the CPU with BLAS held to one thread (:func:`gpusvm._parallel.single_blas_thread`,
-    process-wide: only from the main thread), one after the other on the GPU or with one thread."""
-    items = list(items)
-    threads = 1 if be.is_gpu else max(1, min(int(threads), len(items)))
-    if threads == 1:
-        for item in items:
-            fn(item)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .._parallel import single_blas_thread
-
-    with single_blas_thread(), ThreadPoolExecutor(max_workers=threads) as ex:
-        list(ex.map(fn, items))
 
 
 def _kmeanspp(be, K, diag, k, rng):
