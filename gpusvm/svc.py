@@ -233,7 +233,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         float32 rows would overflow (squared norms beyond a quarter of float32's range). The batched
         decomposition checks its float32 stop on the gradient recomputed with float64 values and, where
         the gap is still open (at large C), finishes with float64 rows (on the CPU when the check's
-        ``n x n_SV`` Gram pass is at most 2**25 values).
+        ``n x n_SV`` Gram pass is at most 2**25 values or the solve computed at least n_SV Gram rows).
     pa_recent : {2, 3}, default=2
         Planning-ahead SMO plans with the 2 or 3 most recent working sets.
     n_pairs, mu, inner_tol, delta_alpha, min_alpha_opt, max_alpha_opt, min_alpha_check

@@ -681,6 +681,33 @@ def test_float32_solve_is_certified_by_the_float64_gradient(backend):
     assert res.b == pytest.approx(_sk_fit(X, y, spec, 1e10)[0].intercept_[0], abs=5e-3)
 
 
+@pytest.mark.parametrize("solver", ["batched", "alfpgm"])
+def test_cpu_certifies_a_large_stop_when_the_solve_computed_as_many_rows(monkeypatch, solver):
+    """On the CPU the float64 check ran only up to 2**25 Gram values, so a full a9a solve (C = 32, float32
+    rows, q = 1,024) stopped 'converged' with a float64 gap of 1.7e-3 > tol. It now also runs when the solve
+    computed at least n_sv Gram rows (the check then at most doubles the Gram work); with the absolute limit
+    lowered to 0 here, that rule alone decides: a solve with fewer rows than SVs stays unchecked."""
+    import gpusvm._solvers._common as common
+    from gpusvm._solvers.alfpgm import solve_alfpgm
+
+    monkeypatch.setattr(common, "CERTIFY_MAX_ENTRIES_CPU", 0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    spec = GramSpec("rbf", 0.5)
+    solve = solve_batched if solver == "batched" else solve_alfpgm
+    runs = {}
+    for warm in (False, True):
+        alpha0 = runs[False].alpha if warm else None
+        runs[warm] = solve(CPU, X, y, spec, np.full(300, 10.0), tol=1e-3, max_iter=-1, cache_bytes=2**20,
+                           alpha0=alpha0)
+    cold, warm = runs[False], runs[True]
+    n_sv = int(np.count_nonzero(cold.alpha > 0))
+    assert cold.converged and cold.info["cache_misses"] >= n_sv and cold.info["certified"]
+    # warm-started at the solution: it stops at once, having computed (far) fewer rows than it has SVs
+    assert warm.converged and warm.info["cache_misses"] < n_sv and not warm.info["certified"]
+
+
 def test_float32_solve_of_a_plain_problem_keeps_float32_rows():
     """The float64 check costs one n x n_sv Gram pass and changes nothing where float32 rows describe the
     problem: the gap stays closed, and the objective is the float64 one of the returned alpha."""

@@ -127,10 +127,12 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     return G
 
 
-# The float64 gradient that checks a float32 stop costs an n x n_sv Gram pass: cheap on the GPU, but an
-# n_sv x n_sv pass took 9.5 s for the 11,383 SVs of full a9a on the (shared, 2-core) CPU, a third of the
-# solve. On the CPU it is done up to this many Gram values; above, the objective alone is recomputed in
-# float64 (an n_sv x n_sv pass) up to EXACT_OBJECTIVE_MAX_SV_CPU SVs.
+# The float64 gradient that checks a float32 stop costs an n x n_sv Gram pass: cheap on the GPU, not on the
+# CPU. On the CPU it is done up to this many Gram values, or when the solve itself computed at least n_sv
+# Gram rows (then the check at most doubles the Gram work: full a9a, C = 32, batched, q = 1,024, 2-core CPU:
+# 27,734 rows in 25.5 CPU-s, the check 14.1 CPU-s for 11,380 SVs, and its gap was 1.7e-3, not the float32
+# run's 9.9e-4). Otherwise the objective alone is recomputed in float64 (an n_sv x n_sv pass) up to
+# EXACT_OBJECTIVE_MAX_SV_CPU SVs.
 CERTIFY_MAX_ENTRIES_CPU = 2**25
 EXACT_OBJECTIVE_MAX_SV_CPU = 4096
 
@@ -178,12 +180,17 @@ class Float32StopCheck:
         self.hits = self.misses = 0  # of the float32 rows' cache, once float64 rows take over
 
     @staticmethod
-    def applies(be, gram_dtype, n, alpha) -> bool:
-        """Whether a stop with rows of ``gram_dtype`` is checked: float32 rows, always on the GPU, on the
-        CPU when the ``n x n_sv`` pass is at most :data:`CERTIFY_MAX_ENTRIES_CPU` values."""
+    def applies(be, gram_dtype, n, alpha, rows_computed=0) -> bool:
+        """Whether a stop with rows of ``gram_dtype`` is checked: float32 rows, always on the GPU; on the
+        CPU when the ``n x n_sv`` pass is at most :data:`CERTIFY_MAX_ENTRIES_CPU` values or the solve has
+        computed at least ``n_sv`` Gram rows so far (``rows_computed``: its cache's misses)."""
         xp = be.xp
-        return xp.dtype(gram_dtype) != xp.float64 and (
-            be.is_gpu or int(n) * int(xp.count_nonzero(alpha > 0)) <= CERTIFY_MAX_ENTRIES_CPU)
+        if xp.dtype(gram_dtype) == xp.float64:
+            return False
+        if be.is_gpu:
+            return True
+        n_sv = int(xp.count_nonzero(alpha > 0))
+        return int(n) * n_sv <= CERTIFY_MAX_ENTRIES_CPU or n_sv <= int(rows_computed)
 
     def exact_gradient(self, be, X, y, alpha, spec, x_sqnorm, C):
         """``(G, gap)``: the gradient from alpha with float64 Gram values, and its KKT gap."""

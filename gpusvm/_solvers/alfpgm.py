@@ -34,14 +34,14 @@ the SVM dual. A decomposition method: each round optimizes ``2 p`` variables (``
   value, weighted by alphas up to ``C``) it carries, so at a large ``C`` the float32 stop was no KKT point
   and its objective not that of its alpha (subsets, RBF, tol 1e-3, C = 1,000: ijcnn1, 8,000 rows, a
   float64 gap of 5.3e-3 and an objective 2.57 above the optimum; a9a, 5,000 rows, 7.1e-3). At that stop
-  the duplicates are merged (below), ``G`` is recomputed from alpha with float64 values (one
-  ``n x n_sv`` Gram pass; on the CPU up to 2**25 values) and the gap judged on it; if it is open, the
-  decomposition goes on from that ``G`` with a new cache of float64 rows, the limiter counters and the
-  carried multiplier reset (``info``: ``certified``, ``float32_stop_gap``, ``float64_polish``,
-  ``float32_rounds``). ijcnn1 then closed in 2 more rounds (gap 3.7e-4, 2.7 s against 2.2 s), a9a in 219
-  after 3,843 (gap 9.5e-4, 86 s against 76 s; shared 2-core CPU). Without the pass (``max_iter``, or
-  the CPU above its size) the objective alone is recomputed in float64 (on the GPU, and on the CPU up
-  to 4,096 SVs).
+  the duplicates are merged (below), ``G`` is recomputed from alpha with float64 values (one ``n x n_sv`` Gram
+  pass; on the CPU up to 2**25 values, or when the rounds computed at least n_sv Gram rows) and the gap judged
+  on it; if it is open, the decomposition goes on from that ``G`` with a new cache of float64 rows, the
+  limiter counters and the carried multiplier reset (``info``: ``certified``, ``float32_stop_gap``,
+  ``float64_polish``, ``float32_rounds``). ijcnn1 then closed in 2 more rounds (gap 3.7e-4, 2.7 s against
+  2.2 s), a9a in 219 after 3,843 (gap 9.5e-4, 86 s against 76 s; shared 2-core CPU). Without the pass
+  (``max_iter``, or the CPU where it does not apply) the objective alone is recomputed in float64 (on the GPU,
+  and on the CPU up to 4,096 SVs).
 
 Details the paper leaves open, and what we chose (documented here so they can be revisited)
 --------------------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         if verbose and rounds % every == 0:
             print(f"[alfpgm] round {rounds}: gap {gap:.6g}, pairs {pairs_total}")
         converged = not (gap > tol)
-        if converged and check.applies(be, gdt, n, alpha):
+        if converged and check.applies(be, gdt, n, alpha, cache.misses):
             # Certify the float32 stop (as the batched SMO): G sums float32 rows, whose rounding (about
             # 1e-7 of each value, times C) it carries; at a large C that exceeds tol and the stop is no KKT
             # point of the problem. Merge the duplicates first (with the float32 rows: the exact G does not
@@ -563,8 +563,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         # of the cache's type, float64 ones after a float64 polish
         merged += _merge_duplicates(be, X, y, alpha, C, G, cache)
     st = [int(v) for v in be.to_host(stats).tolist()]
-    # without a float64 gradient (max_iter, or the CPU above the check's size) the objective alone comes
-    # from float64 Gram values, so that it is that of the returned alpha
+    # without a float64 gradient (max_iter, or the CPU where the check does not apply) the objective alone
+    # comes from float64 Gram values, so that it is that of the returned alpha
     obj = check.objective(be, X, y, alpha, G, spec, x_sqnorm, gdt)
     b_ = bias(be, y, alpha, G, C)
     info = {

@@ -37,14 +37,15 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
 * with float32 Gram rows, the stop is certified in float64: the running gradient carries the rows'
   rounding (about 1e-7 of each value, summed over the support vectors with weights up to ``C``, as in
   LIBSVM's own float Gram cache), so once the gap closes ``G`` is recomputed from alpha with float64
-  values (one ``n x n_sv`` Gram pass; on the CPU up to 2**25 values) and the gap is judged on it. If it
-  is open, the decomposition goes on with float64 rows from there (``info["float64_polish"]``).
+  values (one ``n x n_sv`` Gram pass; on the CPU when it is at most 2**25 values or the solve computed
+  at least n_sv Gram rows) and the gap is judged on it. If it is open, the decomposition goes on with
+  float64 rows from there (``info["float64_polish"]``).
   Subsets of a9a and ijcnn1 at C = 32 and 1,000 and of phishing at C = 1,000 stopped with float64 gaps
   of 1.1 to 7.4 times tol, closed by 1-3 more rounds; at C = 1 and on w8a the check passed
   (``benchmarks/results/batched_certify_cpu.md``). At C = 1e10 with a duplicated point of the other
   label the float32 stop had a KKT gap of 447 and an intercept 14 off LIBSVM's. The objective and the
   intercept then come from that exact gradient. (Without the pass, after ``max_iter`` rounds or on the
-  CPU above its size, the objective alone is recomputed in float64: on the GPU, and on the CPU up to
+  CPU where it does not apply, the objective alone is recomputed in float64: on the GPU, and on the CPU up to
   4,096 SVs.)
 
 Because the maximal violating pair is in every working set and the local solver's first step is the
@@ -249,7 +250,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         # the local steps no longer change alpha (below its float64 resolution): every later round
         # would select the same working set and repeat this one, so stop (not converged) instead
         stalled = not converged and n_moved == 0
-        if (converged or stalled) and check.applies(be, gdt, n, alpha):
+        if (converged or stalled) and check.applies(be, gdt, n, alpha, cache.misses):
             # Certify the float32 stop: the running gradient sums float32 rows, whose rounding (about
             # 1e-7 of each value, times C) it carries; at a large C that exceeds tol and the stop is no
             # KKT point of the problem. Recompute G from alpha with float64 values (one n x n_sv Gram
