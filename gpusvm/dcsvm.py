@@ -648,12 +648,19 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     def __sklearn_clone__(self):
         """``sklearn.base.clone`` (so GridSearchCV, cross_val_score): the clone shares the ``executor``, every
         other parameter is cloned as scikit-learn clones it. scikit-learn deep-copies parameters that are not
-        estimators, which a thread or process pool or a dask client's executor does not allow."""
+        estimators, which a thread or process pool or a dask client's executor does not allow. As scikit-learn's
+        clone, the clone keeps the metadata requests (``set_fit_request``) and the ``set_output`` choice."""
+        import copy
+
         from sklearn.base import clone
 
         params = self.get_params(deep=False)
         executor = params.pop("executor")
-        return type(self)(executor=executor, **{key: clone(value, safe=False) for key, value in params.items()})
+        twin = type(self)(executor=executor, **{key: clone(value, safe=False) for key, value in params.items()})
+        for name in ("_metadata_request", "_sklearn_output_config"):
+            if name in self.__dict__:
+                setattr(twin, name, copy.deepcopy(self.__dict__[name]))
+        return twin
 
     def __getstate__(self):
         """Pickling leaves the ``executor`` out (a pool cannot be pickled): an unpickled model, or one sent to

@@ -256,6 +256,29 @@ def test_executor_models_clone_cross_validate_and_pickle():
     assert back.executor is None and est.executor is ex
     np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
 
+def test_clone_keeps_metadata_requests_as_sklearn_clone():
+    """Our __sklearn_clone__ (for the executor) dropped what scikit-learn's clone carries over: with metadata
+    routing, DCSVC().set_fit_request(sample_weight=True) in a Pipeline under GridSearchCV or cross_validate
+    (which clone it) raised UnsetMetadataPassedError "[sample_weight] are passed but are not explicitly set as
+    requested ... for DCSVC.fit", where scikit-learn's SVC fitted with the weights."""
+    import sklearn
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_validate
+
+    X, y = make_classification(n_samples=90, n_features=4, random_state=0)
+    sw = np.random.RandomState(0).uniform(0.2, 2.0, size=y.shape[0])
+    kw = dict(min_cluster_size=0, n_levels=2, device="cpu", random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = DCSVC(**kw).set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+        twin = clone(est)
+        assert twin.get_metadata_routing().fit.requests == {"sample_weight": True}
+        assert twin.get_metadata_routing().score.requests["sample_weight"] is False
+        got = cross_validate(est, X, y, cv=3, params={"sample_weight": sw}, return_estimator=True)
+    want = cross_validate(DCSVC(**kw), X, y, cv=3, params={"sample_weight": sw}, return_estimator=True)
+    for a, b in zip(got["estimator"], want["estimator"]):
+        np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
 def test_dask_local_cluster_gives_the_in_process_alpha():
     distributed = pytest.importorskip("distributed")
     X, y = load_bundled("breast_cancer")
