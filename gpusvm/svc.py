@@ -209,7 +209,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         may disagree with :meth:`predict` near the boundary. With two classes the sigmoid's value is the
         probability, as in LIBSVM's ``svm-predict -b 1`` (checked with 3.24 and 3.37); scikit-learn's
         bundled LIBSVM runs the coupling iteration on the two classes too, which stops at a tolerance and
-        moves its values by up to about 3e-3 from the sigmoid's.
+        moves its values by up to about 3e-3 from the sigmoid's. The string "deprecated" (scikit-learn
+        1.9's default, which deprecates the parameter there) means False, so that
+        ``SVC(**sklearn.svm.SVC().get_params())`` works; ours is not deprecated.
     device : {"auto", "cpu", "gpu", "gpu:N"}, default="auto"
         Where to fit; see :func:`gpusvm.get_backend`.
     random_state : int, RandomState or None
@@ -372,7 +374,10 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("The 'max_iter' parameter of SVC must be -1 or an int in the range [1, inf). "
                              f"Got {self.max_iter!r} instead.")
         check_options(self.decision_function_shape, "decision_function_shape", "SVC", ("ovr", "ovo"))
-        if not isinstance(self.probability, (bool, np.bool_)):
+        # "deprecated": scikit-learn 1.9's default (its SVC deprecates probability), so that our SVC takes
+        # the parameters of theirs (SVC(**sklearn_svc.get_params())); it means False, as there
+        if not isinstance(self.probability, (bool, np.bool_)) and not (
+                isinstance(self.probability, str) and self.probability == "deprecated"):
             raise ValueError(f"The 'probability' parameter of SVC must be a bool. Got {self.probability!r} instead.")
         check_options(self.decomposition, "decomposition", "SVC", ("auto", "pairwise", "batched"))
         check_options(str(self.gram_dtype), "gram_dtype", "SVC", ("float32", "float64"))
@@ -464,7 +469,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         problems = ovo_pair_rows(keep, y_idx, classes)
         pairs = [(a, b) for a, b, _, _ in problems]
         tasks = [(idx, yb, None if group is None else group[idx]) for _, _, idx, yb in problems]
-        if self.probability:  # the folds of every pair, drawn in pair order (as one pair after the other)
+        if self._probability():  # the folds of every pair, drawn in pair order (as one pair after the other)
             from sklearn.utils import check_random_state
 
             rs = check_random_state(self.random_state)
@@ -475,7 +480,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             alpha, res = self._solve_rows(be, X, idx, yb, Cvec_all[idx], groups, x_sqnorm, spec, solver_fn,
                                           opts, cache_bytes, verbose=int(bool(self.verbose)))
             f = None
-            if self.probability:
+            if self._probability():
                 f = self._cv_decisions(be, be.select_rows(X, idx), yb, Cvec_all[idx], x_sqnorm[be.asarray(idx)],
                                        spec, solver_fn, opts, cache_bytes, perms[p], groups)
             return alpha, res, f
@@ -489,7 +494,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             objective.append(float(res.objective))
             converged.append(bool(res.converged))
             stalled += bool(res.info.get("stalled", False))
-            if self.probability:
+            if self._probability():
                 pa, pb = sigmoid_train(f, yb)
                 prob_a.append(pa)
                 prob_b.append(pb)
@@ -671,8 +676,12 @@ class SVC(ClassifierMixin, BaseEstimator):
             return to_input_library(self.classes_[np.argmax(ovr, axis=1)], lib)
         return ovo_predict(dec, self.classes_, lib, getattr(self, "_label_order", None))
 
+    def _probability(self) -> bool:
+        """The ``probability`` setting as a bool (scikit-learn's default string "deprecated" is False)."""
+        return not isinstance(self.probability, str) and bool(self.probability)
+
     def _check_proba(self):
-        if not self.probability:
+        if not self._probability():
             raise AttributeError("predict_proba is not available when probability=False (fit with "
                                  "SVC(probability=True)).")
         return True

@@ -250,6 +250,23 @@ def test_map_problems_in_overlapping_caller_threads_restore_blas(monkeypatch):
     assert blas["threads"] == 2
 
 
+def test_takes_the_parameters_of_sklearns_svc():
+    """scikit-learn 1.9 deprecates SVC's probability and makes the string "deprecated" its default, so
+    SVC(**sklearn_svc.get_params()), the drop-in use, raised "must be a bool". It means False here too."""
+    params = SkSVC().get_params()
+    m = SVC(device="cpu", **params)
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    ref = SkSVC(**params).fit(X, y)
+    m.fit(X, y)
+    np.testing.assert_array_equal(m.predict(X), ref.predict(X))
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), atol=1e-6)
+    assert not hasattr(m, "predict_proba")
+    with pytest.raises(ValueError, match="'probability' parameter of SVC must be a bool"):
+        SVC(probability="yes").fit(X, y)
+
+
 def test_break_ties_as_sklearn():
     from sklearn.datasets import make_blobs
 
