@@ -256,6 +256,7 @@ def test_executor_models_clone_cross_validate_and_pickle():
     assert back.executor is None and est.executor is ex
     np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
 
+
 def test_clone_keeps_metadata_requests_as_sklearn_clone():
     """Our __sklearn_clone__ (for the executor) dropped what scikit-learn's clone carries over: with metadata
     routing, DCSVC().set_fit_request(sample_weight=True) in a Pipeline under GridSearchCV or cross_validate
