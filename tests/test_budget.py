@@ -692,7 +692,12 @@ def test_columns_from_csr_equal_columns_from_dense(rng):
 
     X = rng.normal(size=(60, 9))
     X[rng.random(X.shape) < 0.6] = 0.0
-    ref = CPU.bsgd_columns(X)
+    from gpusvm._backend.ops.bsgd import _csr_of_dense
+
+    ref = _csr_of_dense(X)
+    ptr, idx, val, xsq = CPU.bsgd_columns(X)  # dense X: only the norms (the loop reads X's rows in place)
+    assert ptr.shape == idx.shape == val.shape == (0,)
+    np.testing.assert_array_equal(xsq, ref[3])
     A = sp.coo_matrix(X)
     # the same matrix stored awkwardly: an explicit zero, an entry split into two duplicates, shuffled
     r, c, v = A.row.tolist(), A.col.tolist(), A.data.tolist()
@@ -707,6 +712,26 @@ def test_columns_from_csr_equal_columns_from_dense(rng):
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
     assert CPU.bsgd_columns(X, messy)[0].dtype == np.int64
+
+
+def test_dense_input_is_read_in_place_without_a_csr_copy():
+    """Dense X is read row by row in place by the CPU loop's column margins: no CSR copy of it (an int64
+    index and a float64 value per entry, twice X's size: BudgetSVC(budget=50) on 20,000 x 200 float64
+    peaked at 2.05x X's size, now 0.0x with a numeric gamma). The model is the CSR route's to the bit,
+    zeros and a -0.0 included (left out of the new SVs, as from the CSR form)."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4000, 250))  # 8 MB
+    X[rng.random(X.shape) < 0.3] = 0.0
+    X[1, 2] = -0.0
+    y = rng.integers(0, 3, size=4000)
+    kw = dict(gamma=0.004, budget=40, n_merge=3, random_state=0, device="cpu")
+    BudgetSVC(**kw).fit(X[:300], y[:300])  # (Numba's compilation)
+    m, peak = traced_peak(lambda: BudgetSVC(**kw).fit(X, y))
+    assert peak < 0.25 * X.nbytes, f"peak {peak / X.nbytes:.2f}x X's size"
+    ref = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(m.support_vectors_, ref.support_vectors_)
+    np.testing.assert_array_equal(np.signbit(m.support_vectors_), np.signbit(ref.support_vectors_))
+    np.testing.assert_array_equal(m.dual_coef_, ref.dual_coef_)
 
 
 def test_budgetsvc_sparse_and_dense_inputs_give_the_same_model(rng):
@@ -779,7 +804,7 @@ def test_gpu_column_margins_agree_with_rows_and_the_cpu(gpu_backend):
     X = rng.random((n, d)) * (rng.random((n, d)) < 0.25)
     y = np.where(X[:, :5].sum(axis=1) > X[:, 5:10].sum(axis=1), 1.0, -1.0)
     order = rng.permutation(n)
-    for got, want in zip(gpu_backend.bsgd_columns(cp.asarray(X)), cpu.bsgd_columns(X)):
+    for got, want in zip(gpu_backend.bsgd_columns(cp.asarray(X)), cpu.bsgd_columns(X, sp.csr_matrix(X))):
         np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-15, atol=0)
 
     def decision(sv, alpha, n_sv):

@@ -273,6 +273,30 @@ def _margin_columns(svT, svsq, alpha, n_sv, xsq, idx, val, gamma, dot, bits):
     return f
 
 
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _margin_dense(svT, svsq, alpha, n_sv, xsq, x, gamma, dot, bits):
+    """:func:`_margin_columns` reading the nonzeros of a dense row ``x`` in place: the same products
+    accumulated in the same order (zeros skipped), so the same f to the bit, without a CSR copy of X."""
+    for j in range(n_sv):
+        dot[j] = 0.0
+    for k in range(x.shape[0]):
+        v = x[k]
+        if v != 0.0:
+            col = svT[k]
+            for j in range(n_sv):
+                dot[j] += col[j] * v
+    for j in range(n_sv):
+        d2 = svsq[j] + xsq - 2.0 * dot[j]
+        if d2 < 0.0:
+            d2 = 0.0
+        dot[j] = -gamma * d2
+    exp_neg_vec(dot, n_sv, bits)
+    f = 0.0
+    for j in range(n_sv):
+        f += alpha[j] * dot[j]
+    return f
+
+
 @numba.njit(cache=True, nogil=True)  # nogil: BudgetSVC(n_jobs=...) trains one-vs-rest problems in threads
 def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gss, n_gd, sv, alpha, n_sv,
                   stats, track, use_cols, xptr, xidx, xval, xsq):
@@ -286,7 +310,8 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
     nonzeros of X given in CSR form (xptr, xidx, xval) with squared row norms xsq (see
     :func:`_margin_columns`), and copy new SVs from those nonzeros (X itself is then not read: only
     its number of columns); else row by row from coordinate differences of dense X. Only the rounding
-    of f differs between the two.
+    of f differs between the two. ``use_cols`` with an empty ``xptr``: the nonzeros are read from the
+    rows of dense X in place (:func:`_margin_dense`, the same f and SVs to the bit as from its CSR form).
     """
     d = X.shape[1]
     cap = budget + 1
@@ -309,6 +334,7 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
         svsq = np.empty(1)
         dot = np.empty(1)
         bits = np.empty(1, dtype=np.int64)
+    dense_rows = use_cols and xptr.shape[0] == 0
     c_start = _cycles()
     c_merge = 0
     viol = 0
@@ -317,7 +343,9 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
     for s in range(order.shape[0]):
         i = order[s]
         t = t0 + s + 1
-        if use_cols:
+        if dense_rows:
+            f = _margin_dense(svT, svsq, alpha, n_sv, xsq[i], X[i], gamma, dot, bits)
+        elif use_cols:
             a = xptr[i]
             b = xptr[i + 1]
             f = _margin_columns(svT, svsq, alpha, n_sv, xsq[i], xidx[a:b], xval[a:b], gamma, dot, bits)
@@ -331,7 +359,11 @@ def bsgd_train_nb(X, y, order, t0, lam, gamma, budget, n_merge, merge_code, n_gs
             alpha[j] *= scale
         if y[i] * f < abs(y[i]):  # y_i f < 1 for |y_i| = w_i > 0; never for a zero weight
             viol += 1
-            if use_cols:  # from the nonzeros (X may be a (0, d) placeholder for sparse input)
+            if dense_rows:  # the nonzeros of the row (a -0.0 is left out, as from the CSR form)
+                for k in range(d):
+                    v = X[i, k]
+                    sv[n_sv, k] = v if v != 0.0 else 0.0
+            elif use_cols:  # from the nonzeros (X may be a (0, d) placeholder for sparse input)
                 for k in range(d):
                     sv[n_sv, k] = 0.0
                 for p in range(xptr[i], xptr[i + 1]):
@@ -392,19 +424,40 @@ def _csr_of_dense(X):
     return ptr, idx, val, xsq
 
 
+@numba.njit(cache=True)
+def _sqnorms_of_dense(X):
+    """Squared row norms of dense X summed over the nonzeros in column order: :func:`_csr_of_dense`'s
+    ``xsq`` to the bit."""
+    n, d = X.shape
+    xsq = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for k in range(d):
+            v = X[i, k]
+            if v != 0.0:
+                acc += v * v
+        xsq[i] = acc
+    return xsq
+
+
 @register_op("bsgd_columns", "cpu")
 def bsgd_columns_cpu(be, X, X_sparse=None):
     """The nonzeros of X in CSR form and its squared row norms, ``(ptr, idx, val, xsq)``: what the CPU
     loop's column margins read (``bsgd_train(..., columns=...)``). Built once per fit instead of once per
-    epoch and class; from ``X_sparse`` (the same data as a SciPy sparse matrix) in O(nnz) when given, else
-    by a pass over dense X. Both give the same arrays to the bit (nonzeros in column order, explicit
-    zeros left out, norms summed in that order). ``X`` may itself be the SciPy sparse matrix."""
+    epoch and class; from ``X_sparse`` (the same data as a SciPy sparse matrix) in O(nnz) when given.
+    Both give the same arrays to the bit (nonzeros in column order, explicit zeros left out, norms summed
+    in that order). ``X`` may itself be the SciPy sparse matrix.
+
+    Dense X alone gives only ``xsq``, with empty ``ptr``, ``idx`` and ``val``: the loop then reads the
+    nonzeros of X's rows in place (the same margins and SVs to the bit). Why: the CSR form of dense data
+    holds an int64 index and a float64 value per entry, twice X's size (a 30 MB X cost 61 MB more)."""
     import scipy.sparse as sp
 
     if X_sparse is None and sp.issparse(X):
         X_sparse = X
     if X_sparse is None:
-        return _csr_of_dense(np.ascontiguousarray(X, dtype=np.float64))
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, np.zeros(0), _sqnorms_of_dense(np.ascontiguousarray(X, dtype=np.float64))
 
     A = sp.csr_matrix(X_sparse, dtype=np.float64, copy=True)
     A.sum_duplicates()
@@ -441,12 +494,12 @@ def _columns_of_dense_gpu(X):
 
 
 def _columns(X, margin, columns):
-    """CSR view of the nonzeros of dense X and squared row norms, or None for the row-wise margins."""
+    """:func:`bsgd_columns_cpu` of dense X (its squared row norms), or None for the row-wise margins."""
     if margin not in ("auto", "rows", "columns"):
         raise ValueError(f"margin must be 'auto', 'rows' or 'columns'; got {margin!r}")
     if margin == "rows" or (X.size == 0 and columns is None):
         return None
-    return _csr_of_dense(X) if columns is None else columns
+    return bsgd_columns_cpu(None, X) if columns is None else columns
 
 
 def _prep(be, X, y, order, budget, sv, alpha):
