@@ -111,9 +111,47 @@ def feature_variance(be, X) -> float:
             dev = X.data.astype(xp.float64) - mean
             var = (float((dev * dev).sum()) + (n * d - int(X.nnz)) * mean * mean) / (n * d)
     else:
-        var = float(X.var(dtype=xp.float64))
+        var = _host_var(X) if not be.is_gpu else None
+        if var is None:
+            var = float(X.var(dtype=xp.float64))
         mean = float(X.mean(dtype=xp.float64))
     return 0.0 if var <= (_ROUNDING_REL * mean) ** 2 else var
+
+
+_VAR_LEAF = 2**16  # elements of one squared-deviation block of _host_var (512 KB of float64)
+
+
+def _host_var(X):
+    """``X.var(dtype=float64)`` of contiguous host X to the bit, without its temporary ``X - X.mean()``
+    (X's size in float64: twice float32 X's): NumPy sums the squared deviations of all entries by its
+    pairwise summation, which splits a run of n > 128 values at n // 2 rounded down to a multiple of 8;
+    the same splits are made here down to blocks of ``_VAR_LEAF`` entries, each block's deviations
+    formed in a small buffer and summed by NumPy itself. None for a non-contiguous X (use ``X.var``)."""
+    import numpy as np
+
+    if X.flags.c_contiguous:
+        flat = X.reshape(-1)
+    elif X.flags.f_contiguous:
+        flat = X.T.reshape(-1)  # the order NumPy's reduction walks an F-ordered X in
+    else:
+        return None
+    n = flat.shape[0]
+    if n == 0:
+        return None
+    mean = np.add.reduce(X, axis=None, dtype=np.float64, keepdims=True)  # np.var's own mean, to the bit
+    mean = np.true_divide(mean, n, out=mean, casting="unsafe").reshape(())
+
+    def sq_dev_sum(a):
+        m = a.shape[0]
+        if m <= _VAR_LEAF:
+            buf = np.subtract(a, mean, dtype=np.float64)
+            np.multiply(buf, buf, out=buf)
+            return np.add.reduce(buf)
+        h = m // 2
+        h -= h % 8
+        return sq_dev_sum(a[:h]) + sq_dev_sum(a[h:])
+
+    return float(sq_dev_sum(flat) / n)
 
 
 def resolve_gamma(gamma, X_var: float, n_features: int) -> float:
