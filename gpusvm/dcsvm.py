@@ -446,7 +446,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         def solve_pair(p):
             rows, yr, Cr, undo = reduced[p]
             res = dcsvm_solve(
-                be, be.select_rows(X, rows), be.asarray(yr), spec, be.asarray(Cr), n_levels=int(self.n_levels),
+                be, X, be.asarray(yr), spec, be.asarray(Cr), rows=rows, n_levels=int(self.n_levels),
                 n_clusters_per_level=int(self.n_clusters_per_level), sample_size=self.sample_size,
                 early_stop_level=self.early_stop_level, refine=bool(self.refine),
                 refine_max_share=_REFINE_AUTO_MAX_SHARE if isinstance(self.refine, str) else 1.0,

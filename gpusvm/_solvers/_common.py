@@ -237,7 +237,8 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
     return float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in, sample=sample)[0]
 
 
-def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64) -> tuple[float, float]:
+def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64,
+                        rows=None) -> tuple[float, float]:
     """How much float32 Gram values perturb the dual problem: (median over pairs, worst RBF diagonal).
 
     For the pairs ``(i, j)`` of ``sample`` evenly spaced rows, the curvature of a pair step is
@@ -259,14 +260,16 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     64 rows (2,016 pairs) measured what 256 did on all of those data (same order of magnitude, same side of
     the threshold) at 0.5-1 ms on the CPU instead of 10-25 ms: it runs once per binary problem, and 256
     rows made a fit of scikit-learn's digits (45 class pairs) 7x slower.
+
+    ``rows`` (host ints): measure the problem ``X[rows]`` (``x_sqnorm`` then is that problem's).
     """
     xp = be.xp
-    n = int(X.shape[0])
+    n = int(X.shape[0]) if rows is None else int(rows.shape[0])
     m = min(n, int(sample))
     if m < 2:
         return 0.0, 0.0
     idx = xp.asarray([(k * (n - 1)) // (m - 1) for k in range(m)], dtype=xp.int64)
-    S = be.take_rows(X, idx)
+    S = be.take_rows(X, idx if rows is None else be.asarray(rows[be.to_host(idx)]))
     sq = None
     if spec.kind == "rbf":
         sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
@@ -292,7 +295,7 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     return float(xp.median(P[iu] / A[iu])), diag
 
 
-def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0) -> str:
+def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0, rows=None) -> str:
     """The Gram value type a solver stores: ``gram_dtype``, except that "float32" becomes "float64" when
     :func:`float32_gram_errors` (``computed_in`` as there) exceed :data:`FLOAT32_MAX_CURVATURE_ERROR` (the
     median pair) or :data:`FLOAT32_MAX_DIAGONAL_ERROR` (the worst RBF diagonal; said on stdout with
@@ -302,6 +305,8 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
     phishing, skin_nonskin, digits) and below where float32 solutions drift: 200 blobs of spread 1.5
     shifted by 100 (1e-4 to 2e-4) ended with dual objectives up to 2e-4 and decision values up to 1e-2
     (relative) from the float64 solution; shifted by 300, 0.1 to 0.3 and up to 3.5.
+
+    ``rows`` (host ints): decide for the problem ``X[rows]`` (``x_sqnorm`` then is that problem's).
     """
     if str(gram_dtype) != "float32":
         return str(gram_dtype)
@@ -310,12 +315,15 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
         # ||x||^2 + ||z||^2 - 2 x.z; x.z before gamma scales it): beyond float32's range they overflow
         # to inf or NaN (a zero or wrong model) where the float64 values are of order one
         xp = be.xp
-        sq = be.row_sqnorms(X, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)
+        if x_sqnorm is not None:
+            sq = xp.asarray(x_sqnorm, dtype=xp.float64)
+        else:
+            sq = be.row_sqnorms(X, xp.float64) if rows is None else be.row_sqnorms(X, xp.float64)[be.asarray(rows)]
         if int(sq.shape[0]) and 4.0 * float(xp.max(sq)) > float(xp.finfo(xp.float32).max):
             if verbose:
                 print("Gram values stored as float64: float32 rows of this data overflow", flush=True)
             return "float64"
-    pair, diag = float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in)
+    pair, diag = float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in, rows=rows)
     if not (pair > FLOAT32_MAX_CURVATURE_ERROR or diag > FLOAT32_MAX_DIAGONAL_ERROR):
         return "float32"  # (also when the measures are NaN: float32 values that overflow stay an error)
     if verbose:

@@ -617,6 +617,9 @@ def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
                        bias=biases)
 
 
+# binary solvers that take ``rows`` (solve X[rows] without a copy of those rows)
+_ROWS_SOLVERS = ("smo", "pa-smo")
+
 # default kernel k-means sample at level l: max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * k**l) points
 _MIN_SAMPLE = 500
 _SAMPLE_PER_CLUSTER = 4
@@ -638,7 +641,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0, assign="center", batch=False, batch_max_size=4096,
-                batch_bytes=2**30, cluster_jobs=None):
+                batch_bytes=2**30, cluster_jobs=None, rows=None):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
 
     Parameters
@@ -712,6 +715,12 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         Threads that solve the clusters of a level at the same time on the CPU without an
         ``executor`` (joblib's convention, as ``n_jobs``; None: one). Each cluster is solved exactly as
         alone, so the result does not depend on it; the refine and top solves stay on one thread.
+    rows : host int array of shape (n,), optional
+        Solve the problem of ``X[rows]`` (``y`` and ``C`` are that problem's): the same result as from
+        ``X[rows]``. The copy of those rows that the levels read is dropped before the top solve, which
+        the SMO solvers ("smo", "pa-smo") then gather from ``X`` into their own transposed copy: the
+        top solve does not hold two copies of the data (one-vs-one pairs and LIBSVM's class order make
+        ``rows`` a permutation even for two classes).
 
     Returns
     -------
@@ -723,6 +732,9 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         returned its gradient), converged.
     """
     xp = be.xp
+    X_all = X
+    if rows is not None:
+        X = be.select_rows(X_all, rows)  # the levels' and refine's copy; dropped before the top solve
     n = int(y.shape[0])
     k = int(n_clusters_per_level)
     L = int(n_levels)
@@ -859,9 +871,11 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     c0 = time.process_time()
     a0 = repair_feasibility(be, y, alpha)
     a0 = a0 if bool(xp.any(a0 > 0)) else None
+    top_kw = {**options, **dict(top_options or {})}
+    if rows is not None and solver in _ROWS_SOLVERS and X is not X_all:
+        X, top_kw["rows"] = X_all, rows  # (the copy of the rows is freed here)
     res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
-             x_sqnorm=x_sqnorm, random_state=random_state,
-             **{**options, **dict(top_options or {})})
+             x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)
     be.sync()
     all_converged &= bool(res.converged)
     acc = None

@@ -59,11 +59,14 @@ def _check_common(decomposition, gram_dtype, pa_recent, shrinking):
 
 def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None,
            verbose=0, random_state=None, decomposition="auto", working_set_size=None,
-           gram_dtype="float32", pa_recent=2, shrinking=True):
+           gram_dtype="float32", pa_recent=2, shrinking=True, rows=None):
     _check_common(decomposition, gram_dtype, pa_recent, shrinking)
-    n, d = int(X.shape[0]), int(X.shape[1])
+    n = int(X.shape[0]) if rows is None else int(rows.shape[0])
+    d = int(X.shape[1])
     if decomposition == "auto" and not be.is_gpu:
         decomposition = _auto_decomposition(be, n, d, spec)
+    if rows is not None and (be.is_gpu or decomposition == "batched"):
+        X, rows = be.select_rows(X, rows), None  # (the batched decomposition reads the problem's rows)
     if be.is_gpu or decomposition == "batched":
         from .smo_batched import solve_batched
 
@@ -74,11 +77,12 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
                              pa_recent=pa_recent)
     # float64 values where float32 ones would perturb the problem (data far from the origin, see
     # resolve_gram_dtype); the batched decomposition decides after its own centring
-    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64", verbose=verbose)
+    gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64", verbose=verbose,
+                                    rows=rows)
     out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                           alpha0=alpha0, x_sqnorm=x_sqnorm, gram_dtype=gram_dtype,
                           planning=(local == "pa-smo"), pa_recent=pa_recent, shrinking=bool(shrinking),
-                          verbose=verbose)
+                          verbose=verbose, rows=rows)
     alpha, G = out["alpha"], out["G"]
     info = dict(out["info"])
     info["decomposition"] = "pairwise"
@@ -96,7 +100,7 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
 @register_binary_solver("smo", options=_OPTIONS)
 def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None, verbose=0,
               random_state=None, decomposition="auto", working_set_size=None, gram_dtype="float32",
-              pa_recent=2, shrinking=True):
+              pa_recent=2, shrinking=True, rows=None):
     """SMO with second-order working-set selection (LIBSVM; Fan, Chen & Lin, JMLR 2005).
 
     Parameters
@@ -119,6 +123,10 @@ def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_s
         LIBSVM's shrinking heuristic in the pair-at-a-time loop (the CPU default). It changes the
         path, not the solution. The batched decomposition (always used on the GPU) has no shrinking:
         it selects its working set from all variables every round, and ignores this option.
+    rows : host int array of shape (n,), optional
+        Solve the problem of ``X[rows]`` (``X`` then has any number of rows; ``y``, ``C``, ``alpha0`` and
+        ``x_sqnorm`` are the problem's): the pair-at-a-time loop gathers the rows into its own
+        transposed copy instead of a copy of ``X[rows]`` being made first (the same solution to the bit).
 
     Returns
     -------
@@ -127,19 +135,19 @@ def solve_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_s
     return _solve("smo", be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                   alpha0=alpha0, x_sqnorm=x_sqnorm, verbose=verbose, random_state=random_state,
                   decomposition=decomposition, working_set_size=working_set_size,
-                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking)
+                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking, rows=rows)
 
 
 @register_binary_solver("pa-smo", options=_OPTIONS)
 def solve_pa_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, x_sqnorm=None,
                  verbose=0, random_state=None, decomposition="auto", working_set_size=None,
-                 gram_dtype="float32", pa_recent=2, shrinking=True):
+                 gram_dtype="float32", pa_recent=2, shrinking=True, rows=None):
     """Planning-ahead SMO (Glasmachers, "The planning-ahead SMO algorithm", 2008).
 
-    Same parameters and result as :func:`solve_smo`; ``pa_recent`` (2 or 3) is the number of most
+    Same parameters (``rows`` included) and result as :func:`solve_smo`; ``pa_recent`` (2 or 3) is the number of most
     recent working sets the planning step is computed with (the current one included).
     """
     return _solve("pa-smo", be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
                   alpha0=alpha0, x_sqnorm=x_sqnorm, verbose=verbose, random_state=random_state,
                   decomposition=decomposition, working_set_size=working_set_size,
-                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking)
+                  gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking, rows=rows)

@@ -891,17 +891,26 @@ _CODES = GRAM_CODES  # (GramSpec.code gives them; the tests build the solver's g
 _DENSE_MAX_BYTES = 256 * 2**20
 
 
-def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES):
-    """The compiled solver's view of X: (sparse, XT, indptr, indices, data, sq, n_buf).
+# rows of dense X gathered / converted at a time while _prepare writes its transposed copy
+_PREPARE_BLOCK_BYTES = 4 * 2**20
+
+
+def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES, rows=None):
+    """The compiled solver's view of X (of ``X[rows]`` when ``rows`` is given): (sparse, XT, indptr,
+    indices, data, sq, n_buf).
 
     Dense X, and CSR X whose dense copy fits 256 MB, becomes a float64 C-contiguous *transposed copy*
     (d, n) that the solver permutes in place; larger CSR X stays in training order (float64 data, int64
-    indices).
+    indices). Dense X is transposed block by block (``rows`` gathered, float32 converted, a block at a
+    time): its transposed copy is the only copy of X made here, so a caller that would copy the
+    problem's rows out of a larger X (one-vs-one pairs, LIBSVM's class order) can pass ``rows`` instead.
     """
     import scipy.sparse as sp
 
     if sp.issparse(X):
         X = X.tocsr()
+        if rows is not None:
+            X, rows = X[np.asarray(rows, dtype=np.int64)], None  # (the size of its stored values)
         n, d = X.shape
         # A row of Q from dense X^T costs nnz(x_i) contiguous axpy sweeps over the positions (zero
         # features of x_i are skipped), from CSR one gather per stored value of every x_t: the dense
@@ -916,9 +925,20 @@ def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES):
         sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
         n_buf = max(1, int(X.shape[1]))
         return True, np.zeros((1, 1)), indptr, indices, data, sq, n_buf
-    X = np.asarray(X, dtype=np.float64)
-    XT = np.array(X.T, dtype=np.float64, order="C")  # always a copy: the solver swaps its columns
-    sq = np.einsum("ij,ij->i", X, X)
+    X = np.asarray(X)
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+    n, d = (X.shape[0] if rows is None else rows.shape[0]), X.shape[1]
+    XT = np.empty((d, n))  # always a copy: the solver swaps its columns
+    sq = np.empty(n)
+    step = max(8, _PREPARE_BLOCK_BYTES // max(8 * d, 1))
+    for j0 in range(0, n, step):
+        j1 = min(n, j0 + step)
+        blk = X[j0:j1] if rows is None else np.take(X, rows[j0:j1], axis=0)
+        blk = blk.astype(np.float64, copy=False)
+        XT[:, j0:j1] = blk.T
+        sq[j0:j1] = np.einsum("ij,ij->i", blk, blk)  # (row by row: the same sums as over all of X)
+        del blk  # (before the next block is gathered)
     return False, XT, np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), sq, 1
 
 
@@ -946,12 +966,12 @@ def _diag(sq, spec):
 @register_op("smo_pairwise", "cpu")
 def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=200 * 2**20, alpha0=None,
                      x_sqnorm=None, gram_dtype="float32", planning=False, pa_recent=2, shrinking=True,
-                     verbose=0, dense_max_bytes=None):
+                     verbose=0, dense_max_bytes=None, rows=None):
     """Solve the binary C-SVC dual with pair-at-a-time SMO (LIBSVM) or planning-ahead SMO.
 
     Parameters
     ----------
-    X : {ndarray, CSR matrix} of shape (n, d)
+    X : {ndarray, CSR matrix} of shape (n, d), or of shape (N, d) with ``rows``
     y : ndarray of shape (n,), values in {-1, +1}
     spec : GramSpec
     C : ndarray of shape (n,)
@@ -977,6 +997,10 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     dense_max_bytes : int, optional
         CSR X is copied to a dense transposed float64 array when that copy takes at most this many
         bytes (default 256 MB): its Gram rows are faster to compute, even for sparse data.
+    rows : int array of shape (n,), optional
+        Solve the problem of ``X[rows]`` (host indices) without forming that copy: dense X's rows are
+        gathered into the solver's own transposed copy block by block (the same problem and solution
+        to the bit as from ``X[rows]``).
 
     Returns
     -------
@@ -988,10 +1012,12 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     yp = np.array(y, dtype=np.float64)  # copies: the solver permutes them
     Cp = np.array(C, dtype=np.float64)
     if spec.kind == "precomputed":
+        if rows is not None:
+            X = X[np.asarray(rows, dtype=np.int64)]  # (index points: one column)
         sparse, XT, indptr, indices, data, sq, n_buf = _prepare_precomputed(X, spec.matrix)
     else:
         sparse, XT, indptr, indices, data, sq, n_buf = _prepare(
-            X, _DENSE_MAX_BYTES if dense_max_bytes is None else int(dense_max_bytes))
+            X, _DENSE_MAX_BYTES if dense_max_bytes is None else int(dense_max_bytes), rows=rows)
     QD = _diag(sq, spec)
     if alpha0 is None:
         alpha = np.zeros(n)
