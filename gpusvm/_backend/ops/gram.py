@@ -86,6 +86,10 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
     x_densify = x_sparse and dense_enough(X)
     y_densify = y_sparse and (dense_enough(Y) or (x_sparse and not x_densify and densify_pays(d, nx)))
     tr, tc = _tile_shape(nx, ny, d, dtype.itemsize, max_bytes, y_densify, x_densify)
+    # one tile on the CPU: the product is written into ``out`` and transformed there in place (the same
+    # BLAS call and values), instead of into a temporary the size of the output. Not for poly, whose
+    # NumPy transform multiplies the output by the product repeatedly (it needs them apart)
+    whole = not be.is_gpu and tr == nx and tc == ny and spec.kind != "poly"
     for c0 in range(0, ny, tc):
         c1 = min(ny, c0 + tc)
         Yt = Y[c0:c1]
@@ -101,6 +105,8 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
                 prod = be.dot(Xt, Yt.T.tocsr())
             elif be.issparse(Yt):  # dense X tile, sparse Y tile
                 prod = be.dot(Yt, Xt.T).T
+            elif whole and not be.issparse(Xt):
+                prod = xp.matmul(Xt, Yt.T, out=out)
             else:
                 prod = be.dot(Xt, Yt.T)
             xn = x_sqnorm[r0:r1] if x_sqnorm is not None else None
