@@ -1183,3 +1183,28 @@ def test_top_solve_gathers_the_pairs_rows_without_a_second_copy_of_x():
         b = dcsvm_solve(be, A, yr, spec, C, n_levels=1, rng=np.random.default_rng(0), rows=rows)
         np.testing.assert_array_equal(b.alpha, a.alpha)
         assert b.b == a.b
+
+
+def test_cluster_subproblems_are_gathered_by_the_smo_solver(monkeypatch):
+    """A level's SMO subproblems gather their cluster's rows into the solver's transposed copy instead
+    of a copy of the cluster's rows first: DCSVC(n_levels=1, early_stop_level=1, cache_size=1) on
+    8,000 x 400 float64 peaked at 3.15x X's size, now 2.26x. The model is the one with the copies."""
+    import gpusvm._solvers.dcsvm as dcsvm_mod
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(8000, 400))  # 25.6 MB
+    y = (X[:, 0] + 0.5 * rng.normal(size=8000) > 0).astype(int)
+    kw = dict(n_levels=1, early_stop_level=1, cache_size=1, random_state=0, gamma=1.0 / 400)
+    DCSVC(**kw).fit(X[:300], y[:300])  # (Numba's compilation)
+    m, peak = traced_peak(lambda: DCSVC(**kw).fit(X, y))
+    assert peak < 2.4 * X.nbytes, f"peak {peak / X.nbytes:.2f}x X's size"
+    Xs, ys = X[:2000, :20], rng.integers(0, 3, size=2000)
+    small = dict(n_levels=2, min_cluster_size=0, random_state=0, gamma=0.05)
+    for level in (None, 1, 2):  # three classes, levels, refine and top
+        got = DCSVC(**small, early_stop_level=level).fit(Xs, ys)
+        with monkeypatch.context() as mp:
+            mp.setattr(dcsvm_mod, "_ROWS_SOLVERS", ())  # copies of the rows, as before
+            ref = DCSVC(**small, early_stop_level=level).fit(Xs, ys)
+        np.testing.assert_array_equal(got.dual_coef_, ref.dual_coef_)
+        np.testing.assert_array_equal(got.support_, ref.support_)
+        np.testing.assert_array_equal(got.decision_function(Xs[:300]), ref.decision_function(Xs[:300]))

@@ -234,8 +234,9 @@ def repair_feasibility(be, y, alpha):
     return alpha * xp.where(pos, rp, rn)
 
 
-def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, options, random_state):
-    """Solve one cluster's subproblem on ``be``; returns a dict (arrays on ``be``)."""
+def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, options, random_state, rows=None):
+    """Solve one cluster's subproblem on ``be`` (of ``X[rows]`` with ``rows``, host ints, for the solvers
+    of :data:`_ROWS_SOLVERS`); returns a dict (arrays on ``be``)."""
     xp = be.xp
     n = int(y.shape[0])
     n_pos = int(xp.count_nonzero(y > 0))
@@ -248,7 +249,7 @@ def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, op
     if a0 is not None and not bool(xp.any(a0 > 0)):
         a0 = None
     res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
-             random_state=random_state, **options)
+             random_state=random_state, **options, **({} if rows is None else {"rows": rows}))
     dec = None
     if res.gradient is not None:
         # decision values on the cluster's own points: sum_j alpha_j y_j K_ij = y_i (G_i + 1)
@@ -544,9 +545,14 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 results[c] = r
             n_batched = len(take)
     if executor is None:
+        gather = not be.is_gpu and solver in _ROWS_SOLVERS
+
         def solve(c):
             ic = idx[c]
             try:
+                if gather:  # the solver gathers the cluster's rows into its own transposed copy
+                    return _solve_one(be, X, y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter, cache_bytes,
+                                      options, random_state, be.to_host(ic))
                 return _solve_one(be, be.take_rows(X, ic), y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter,
                                   cache_bytes, options, random_state)
             except Exception as exc:
