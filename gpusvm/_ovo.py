@@ -27,7 +27,9 @@ def ovo_pair_rows(keep, y_idx, classes):
                                  "do not both have samples with positive weight (sample_weight times the "
                                  "class's class_weight).")
             idx = np.concatenate([by_class[a], by_class[b]])
-            out.append((a, b, idx, np.where(y_idx[idx] == a, 1.0, -1.0)))
+            yb = np.full(idx.shape[0], -1.0)  # the rows of class a come first
+            yb[:by_class[a].shape[0]] = 1.0
+            out.append((a, b, idx, yb))
     return out
 
 
@@ -43,21 +45,29 @@ def ovo_model_layout(y_idx, n_classes, pairs, pair_coef, pair_idx, pair_b):
     ``intercept`` take scikit-learn's sign (decision > 0 means ``classes_[1]``).
     """
     n = int(y_idx.shape[0])
+    # every pair's rows at once (one scatter each below: within a pair the rows differ, and an SV's
+    # dual_coef rows differ between its pairs, so no entry is written twice and the order is moot)
+    sizes = [int(idx.shape[0]) for idx in pair_idx]
+    ab = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    coef_all = np.concatenate([np.asarray(c, dtype=np.float64) for c in pair_coef]) if pairs else np.zeros(0)
+    nz = coef_all != 0
+    coef_all = coef_all[nz]
+    rows_all = (np.concatenate(pair_idx) if pairs else np.zeros(0, dtype=np.int64))[nz]
+    pair_all = np.repeat(np.arange(len(pairs)), sizes)[nz]
     is_sv = np.zeros(n, dtype=bool)
-    for coef, idx in zip(pair_coef, pair_idx):
-        is_sv[idx[coef != 0]] = True
-    support = np.concatenate([np.flatnonzero(is_sv & (y_idx == c)) for c in range(n_classes)])
-    n_support = np.array([int(np.count_nonzero(is_sv & (y_idx == c))) for c in range(n_classes)], dtype=np.int32)
+    is_sv[rows_all] = True
+    sv_rows = np.flatnonzero(is_sv)  # ascending; a stable sort by class groups them, ascending within one
+    sv_class = y_idx[sv_rows]
+    support = sv_rows[np.argsort(sv_class, kind="stable")]
+    n_support = np.bincount(sv_class, minlength=n_classes).astype(np.int32)
     pos = -np.ones(n, dtype=np.int64)
     pos[support] = np.arange(support.shape[0])
     dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
     coefs = np.zeros((len(pairs), support.shape[0]))
-    for p, ((a, b), coef, idx) in enumerate(zip(pairs, pair_coef, pair_idx)):
-        nz = coef != 0
-        cols = pos[idx[nz]]
-        coefs[p, cols] = coef[nz]
-        ya = y_idx[idx[nz]]
-        dual[np.where(ya == a, b - 1, a), cols] = coef[nz]
+    cols = pos[rows_all]
+    coefs[pair_all, cols] = coef_all
+    a, b = ab[pair_all, 0], ab[pair_all, 1]
+    dual[np.where(y_idx[rows_all] == a, b - 1, a), cols] = coef_all
     intercept = np.array(pair_b)
     if n_classes == 2:
         dual = -dual
