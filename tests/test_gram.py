@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from gpusvm import GramSpec
+from gpusvm import GramSpec, get_backend
 from conftest import traced_peak
 
 KINDS = ["linear", "poly", "rbf", "sigmoid"]
@@ -352,3 +352,19 @@ def test_cpu_gram_of_one_tile_writes_the_product_into_its_output(kind):
     np.testing.assert_array_equal(K, ref)
     if kind != "poly":
         assert peak < 1.4 * K.nbytes, f"peak {peak / K.nbytes:.2f}x the block's size"
+
+
+@pytest.mark.parametrize("kind", ["rbf", "poly", "linear", "sigmoid"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sample_gram_cpu_equals_the_gram_op(kind, dtype):
+    """sample_gram_cpu (the float32 check's 64-row Gram without the driver) gives be.gram's float64 values
+    to the bit, in full and as the packed upper triangle."""
+    from gpusvm._backend.ops.gram import sample_gram_cpu, upper_indices
+
+    be = get_backend("cpu")
+    S = np.random.default_rng(3).normal(size=(64, 7)).astype(dtype)
+    spec = GramSpec(kind, 0.3, coef0=0.5, degree=3)
+    sq = be.row_sqnorms(S, np.float64) if kind == "rbf" else None
+    want = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=np.float64)
+    np.testing.assert_array_equal(sample_gram_cpu(be, S, spec, sq), want)
+    np.testing.assert_array_equal(sample_gram_cpu(be, S, spec, sq, upper_only=True), want[upper_indices(64)])

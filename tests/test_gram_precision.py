@@ -195,3 +195,60 @@ def test_raw_pixel_values_keep_float32_rbf_rows():
     pair, diag = float32_gram_errors(CPU, Xc, spec, sq, computed_in="float32")
     assert 0 < diag < FLOAT32_MAX_DIAGONAL_ERROR and pair < FLOAT32_MAX_CURVATURE_ERROR
     assert resolve_gram_dtype(CPU, Xc, spec, sq, "float32", computed_in="float32") == "float32"
+
+
+def _errors_reference(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64):
+    """float32_gram_errors as written with NumPy arrays before its CPU path was compiled (the GPU still
+    runs this code): the compiled path must give the same two floats."""
+    xp = be.xp
+    n = int(X.shape[0])
+    m = min(n, int(sample))
+    if m < 2:
+        return 0.0, 0.0
+    idx = xp.asarray([(k * (n - 1)) // (m - 1) for k in range(m)], dtype=xp.int64)
+    S = be.take_rows(X, idx)
+    sq = None
+    if spec.kind == "rbf":
+        sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
+    K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float64)
+    if computed_in == "float32" and spec.kind != "precomputed":
+        S32 = S.astype(xp.float32)
+        K32 = be.gram(S32, S32, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float32)
+    else:
+        K32 = K.astype(xp.float32)
+    E = K32.astype(xp.float64) - K
+    d, e = xp.diagonal(K), xp.diagonal(E)
+    A = d[:, None] + d[None, :] - 2.0 * K
+    P = xp.maximum(xp.abs(e[:, None] + e[None, :] - 2.0 * E), xp.abs(e)[:, None] + xp.abs(e)[None, :])
+    iu = xp.triu(xp.ones((m, m), dtype=bool), 1) & (A > 0)
+    if not bool(xp.any(iu)):
+        return 0.0, 0.0
+    diag = 0.0
+    if computed_in == "float32" and spec.kind == "rbf":
+        diag = float(xp.max(xp.abs(e))) / float(xp.median(A[iu]))
+    return float(xp.median(P[iu] / A[iu])), diag
+
+
+@pytest.mark.parametrize("computed_in", ["float64", "float32"])
+def test_compiled_cpu_float32_errors_equal_the_numpy_expressions(computed_in):
+    """The CPU path of float32_gram_errors (the sample Gram's upper triangle without the gram driver, and
+    one compiled pass for the error terms and medians) gives the floats of the NumPy code, to the bit."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(7)
+    specs = [GramSpec("rbf", 0.5), GramSpec("rbf", 1e6), GramSpec("poly", 0.3, coef0=1.0, degree=3),
+             GramSpec("linear"), GramSpec("sigmoid", 0.01, coef0=0.5)]
+    cases = 0
+    for n, shift, dup in [(200, 0.0, False), (63, 0.0, False), (2, 0.0, False), (150, 300.0, False),
+                          (120, 0.0, True), (90, 1e3, False)]:
+        X = rng.normal(size=(n, 5)) + shift
+        if dup:
+            X[::2] = X[0]  # many pairs without curvature
+        for spec in specs:
+            for Xin in (X, X.astype(np.float32), sp.csr_matrix(X)):
+                with np.errstate(all="ignore"):
+                    got = float32_gram_errors(CPU, Xin, spec, computed_in=computed_in)
+                    want = _errors_reference(CPU, Xin, spec, computed_in=computed_in)
+                np.testing.assert_array_equal(np.array(got), np.array(want))
+                cases += 1
+    assert cases == 90

@@ -268,16 +268,33 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     m = min(n, int(sample))
     if m < 2:
         return 0.0, 0.0
-    idx = xp.asarray([(k * (n - 1)) // (m - 1) for k in range(m)], dtype=xp.int64)
+    idx = (xp.arange(m, dtype=xp.int64) * (n - 1)) // (m - 1)  # evenly spaced: k (n - 1) // (m - 1)
     S = be.take_rows(X, idx if rows is None else be.asarray(rows[be.to_host(idx)]))
     sq = None
     if spec.kind == "rbf":
         sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
-    K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float64)
+    if be.is_gpu or spec.kind == "precomputed" or be.issparse(S) or m * m * 8 > 2**20:
+        K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float64)
+    else:  # the same values without the driver's overhead, packed: the CPU tail below reads only i <= j
+        from .._backend.ops.gram import sample_gram_cpu
+
+        K = sample_gram_cpu(be, S, spec, sq, upper_only=True)
+    K32 = None
     if computed_in == "float32" and spec.kind != "precomputed":
         S32 = S.astype(xp.float32)
         K32 = be.gram(S32, S32, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float32)
-    else:
+    if not be.is_gpu:  # the same values from one compiled pass (NumPy's dozen small temporaries cost 0.2 ms)
+        from .._backend.ops.gram import upper_indices
+
+        if K.ndim == 2:
+            K = K[upper_indices(m)]
+        K32 = K.astype(xp.float32) if K32 is None else K32[upper_indices(m)]
+        with_diag = computed_in == "float32" and spec.kind == "rbf"
+        pair, a_median, e_max, n_pairs = _errors_tail_cpu()(K, K32, m, with_diag)
+        if n_pairs == 0:  # no pair with a positive curvature
+            return 0.0, 0.0
+        return float(pair), float(e_max / a_median) if with_diag else 0.0
+    if K32 is None:
         K32 = K.astype(xp.float32)
     E = K32.astype(xp.float64) - K
     d, e = xp.diagonal(K), xp.diagonal(E)
@@ -293,6 +310,63 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
         # of other curvatures: the batched solve stopped 0.047 from the true KKT point, tol 1e-3)
         diag = float(xp.max(xp.abs(e))) / float(xp.median(A[iu]))
     return float(xp.median(P[iu] / A[iu])), diag
+
+
+_ERRORS_TAIL_CPU = []
+
+
+def _errors_tail_cpu():
+    """The compiled CPU tail of :func:`float32_gram_errors`: from the float64 sample Gram ``K`` (m x m)
+    and its float32 values ``K32``, both as their upper triangles packed row by row (the order of
+    ``np.triu_indices(m)``), ``(median P/A, median A, max |E_ii|)`` over the pairs i < j with A > 0, each
+    operation as the NumPy expressions there (same order, so the same float64 values; NumPy's median:
+    NaN when a ratio is NaN, else the middle value or the mean of the two, ``(a + b) / 2``), and the
+    number of those pairs (the medians are NaN when there is none). ``median A`` only ``with_diag``
+    (else NaN). Built (and disk-cached) on first use."""
+    if _ERRORS_TAIL_CPU:
+        return _ERRORS_TAIL_CPU[0]
+    import numba
+    import numpy as np
+
+    @numba.njit(cache=True, nogil=True)
+    def tail(K, K32, m, with_diag):
+        # K, K32: the upper triangle (i <= j) packed row by row; row i's diagonal value is at d[i]
+        d = np.empty(m, dtype=np.int64)
+        e = np.empty(m)
+        e_max = 0.0
+        for i in range(m):
+            d[i] = i * (2 * m - i + 1) // 2
+            e[i] = np.float64(K32[d[i]]) - K[d[i]]
+            a = abs(e[i])
+            if not a <= e_max:  # np.max: a NaN wins
+                e_max = a if e_max == e_max else e_max
+        ratio = np.empty(m * (m - 1) // 2)
+        curv = np.empty(m * (m - 1) // 2)
+        c = 0
+        has_nan = False
+        for i in range(m):
+            di, ei = K[d[i]], e[i]
+            for j in range(i + 1, m):
+                k = d[i] + (j - i)
+                A = (di + K[d[j]]) - 2.0 * K[k]
+                if not A > 0.0:
+                    continue
+                Eij = np.float64(K32[k]) - K[k]
+                p1 = abs((ei + e[j]) - 2.0 * Eij)
+                p2 = abs(ei) + abs(e[j])
+                P = p1 if (p1 >= p2 or p1 != p1) else p2  # np.maximum (NaN propagates)
+                r = P / A
+                has_nan |= r != r
+                ratio[c] = r
+                curv[c] = A
+                c += 1
+        if c == 0:
+            return np.nan, np.nan, e_max, c
+        pair = np.nan if has_nan else np.median(ratio[:c])
+        return pair, np.median(curv[:c]) if with_diag else np.nan, e_max, c
+
+    _ERRORS_TAIL_CPU.append(tail)
+    return tail
 
 
 def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0, rows=None) -> str:
