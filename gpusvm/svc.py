@@ -22,6 +22,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
+from ._solvers.smo import ROWS_SOLVERS
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_options, check_scalar,
                           check_X, to_input_library, to_numpy, weights_per_sample)
 
@@ -553,9 +554,16 @@ class SVC(ClassifierMixin, BaseEstimator):
         ``rows`` on the host, the solver's result). With ``groups`` (host, the duplicate group of each
         row), copies are merged first and alpha is split back over them (:mod:`gpusvm._dedupe`)."""
         rows, yb, C, undo = reduce_problem(rows, yb, C, groups)
-        res = solver_fn(be, be.select_rows(X, rows), be.asarray(yb), spec, be.asarray(C), tol=float(self.tol),
+        if not be.is_gpu and self.solver in ROWS_SOLVERS:
+            # the pair-at-a-time loop gathers the rows into its own transposed copy: no copy of X[rows]
+            # (LIBSVM's class order makes rows a permutation even for two classes) beside it
+            Xp, kw = X, {"rows": rows}
+        else:
+            Xp, kw = be.select_rows(X, rows), {}
+        res = solver_fn(be, Xp, be.asarray(yb), spec, be.asarray(C), tol=float(self.tol),
                         max_iter=int(self.max_iter), cache_bytes=cache_bytes, alpha0=None,
-                        x_sqnorm=x_sqnorm[be.asarray(rows)], verbose=verbose, random_state=self.random_state, **opts)
+                        x_sqnorm=x_sqnorm[be.asarray(rows)], verbose=verbose, random_state=self.random_state,
+                        **opts, **kw)
         alpha = undo(_host(be, res.alpha).astype(np.float64))
         return alpha, res
 

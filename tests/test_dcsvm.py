@@ -1203,7 +1203,7 @@ def test_cluster_subproblems_are_gathered_by_the_smo_solver(monkeypatch):
     for level in (None, 1, 2):  # three classes, levels, refine and top
         got = DCSVC(**small, early_stop_level=level).fit(Xs, ys)
         with monkeypatch.context() as mp:
-            mp.setattr(dcsvm_mod, "_ROWS_SOLVERS", ())  # copies of the rows, as before
+            mp.setattr(dcsvm_mod, "ROWS_SOLVERS", ())  # copies of the rows, as before
             ref = DCSVC(**small, early_stop_level=level).fit(Xs, ys)
         np.testing.assert_array_equal(got.dual_coef_, ref.dual_coef_)
         np.testing.assert_array_equal(got.support_, ref.support_)

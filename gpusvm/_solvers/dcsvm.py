@@ -171,6 +171,7 @@ from .._backend.base import is_device_oom
 from .._parallel import map_problems, map_threads
 from . import get_binary_solver
 from ._common import resolve_gram_dtype
+from .smo import ROWS_SOLVERS
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
 __all__ = ["LocalModels", "DCResult", "dcsvm_solve", "check_cluster_count", "too_few_for_clusters",
@@ -236,7 +237,7 @@ def repair_feasibility(be, y, alpha):
 
 def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, options, random_state, rows=None):
     """Solve one cluster's subproblem on ``be`` (of ``X[rows]`` with ``rows``, host ints, for the solvers
-    of :data:`_ROWS_SOLVERS`); returns a dict (arrays on ``be``)."""
+    of :data:`gpusvm._solvers.smo.ROWS_SOLVERS`); returns a dict (arrays on ``be``)."""
     xp = be.xp
     n = int(y.shape[0])
     n_pos = int(xp.count_nonzero(y > 0))
@@ -545,7 +546,7 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 results[c] = r
             n_batched = len(take)
     if executor is None:
-        gather = not be.is_gpu and solver in _ROWS_SOLVERS
+        gather = not be.is_gpu and solver in ROWS_SOLVERS
 
         def solve(c):
             ic = idx[c]
@@ -622,9 +623,6 @@ def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
                        sv_coef=alpha[sv_index] * y[sv_index], sv_index=sv_index, sv_starts=starts,
                        bias=biases)
 
-
-# binary solvers that take ``rows`` (solve X[rows] without a copy of those rows)
-_ROWS_SOLVERS = ("smo", "pa-smo")
 
 # default kernel k-means sample at level l: max(_MIN_SAMPLE, _SAMPLE_PER_CLUSTER * k**l) points
 _MIN_SAMPLE = 500
@@ -878,7 +876,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     a0 = repair_feasibility(be, y, alpha)
     a0 = a0 if bool(xp.any(a0 > 0)) else None
     top_kw = {**options, **dict(top_options or {})}
-    if rows is not None and solver in _ROWS_SOLVERS and X is not X_all:
+    if rows is not None and solver in ROWS_SOLVERS and X is not X_all:
         X, top_kw["rows"] = X_all, rows  # (the copy of the rows is freed here)
     res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
              x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)

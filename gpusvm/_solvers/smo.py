@@ -24,6 +24,8 @@ from . import BinaryResult, register_binary_solver
 from ._common import bias, dual_objective, resolve_gram_dtype
 
 _OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent", "shrinking")
+#: The binary solvers that take ``rows=`` (solve ``X[rows]`` without a copy of those rows; see solve_smo)
+ROWS_SOLVERS = ("smo", "pa-smo")
 
 
 def _auto_decomposition(be, n, d, spec) -> str:
