@@ -249,6 +249,22 @@ def _set_column(svT, svsq, sv, j):
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _rbf_margin_from_dots(svsq, alpha, n_sv, xsq, gamma, dot, bits):
+    """The column margins' end: f = sum_j alpha_j exp(-gamma max(||sv_j||^2 + ||x||^2 - 2 dot_j, 0)) from the
+    dot products ``dot`` (overwritten), the exponentials vectorized (:func:`exp_neg_vec`)."""
+    for j in range(n_sv):
+        d2 = svsq[j] + xsq - 2.0 * dot[j]
+        if d2 < 0.0:
+            d2 = 0.0
+        dot[j] = -gamma * d2
+    exp_neg_vec(dot, n_sv, bits)
+    f = 0.0
+    for j in range(n_sv):
+        f += alpha[j] * dot[j]
+    return f
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _margin_columns(svT, svsq, alpha, n_sv, xsq, idx, val, gamma, dot, bits):
     """f = sum_j alpha_j exp(-gamma ||sv_j - x||^2) with ||sv_j - x||^2 = ||sv_j||^2 + ||x||^2 - 2 <sv_j, x>,
     the dot products accumulated over the nonzeros (idx, val) of x along contiguous columns of the
@@ -261,16 +277,7 @@ def _margin_columns(svT, svsq, alpha, n_sv, xsq, idx, val, gamma, dot, bits):
         v = val[q]
         for j in range(n_sv):
             dot[j] += col[j] * v
-    for j in range(n_sv):
-        d2 = svsq[j] + xsq - 2.0 * dot[j]
-        if d2 < 0.0:
-            d2 = 0.0
-        dot[j] = -gamma * d2
-    exp_neg_vec(dot, n_sv, bits)
-    f = 0.0
-    for j in range(n_sv):
-        f += alpha[j] * dot[j]
-    return f
+    return _rbf_margin_from_dots(svsq, alpha, n_sv, xsq, gamma, dot, bits)
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -285,16 +292,7 @@ def _margin_dense(svT, svsq, alpha, n_sv, xsq, x, gamma, dot, bits):
             col = svT[k]
             for j in range(n_sv):
                 dot[j] += col[j] * v
-    for j in range(n_sv):
-        d2 = svsq[j] + xsq - 2.0 * dot[j]
-        if d2 < 0.0:
-            d2 = 0.0
-        dot[j] = -gamma * d2
-    exp_neg_vec(dot, n_sv, bits)
-    f = 0.0
-    for j in range(n_sv):
-        f += alpha[j] * dot[j]
-    return f
+    return _rbf_margin_from_dots(svsq, alpha, n_sv, xsq, gamma, dot, bits)
 
 
 @numba.njit(cache=True, nogil=True)  # nogil: BudgetSVC(n_jobs=...) trains one-vs-rest problems in threads
