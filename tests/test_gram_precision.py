@@ -197,42 +197,28 @@ def test_raw_pixel_values_keep_float32_rbf_rows():
     assert resolve_gram_dtype(CPU, Xc, spec, sq, "float32", computed_in="float32") == "float32"
 
 
-def _errors_reference(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64):
-    """float32_gram_errors as written with NumPy arrays before its CPU path was compiled (the GPU still
-    runs this code): the compiled path must give the same two floats."""
-    xp = be.xp
+def _errors_reference(be, X, spec, *, computed_in="float64", sample=64):
+    """float32_gram_errors by its array code (the GPU's path, _errors_from_gram) on the CPU: the sample
+    and Gram values as the function takes them, by the general gram op."""
     n = int(X.shape[0])
-    m = min(n, int(sample))
+    m = min(n, sample)
     if m < 2:
         return 0.0, 0.0
-    idx = xp.asarray([(k * (n - 1)) // (m - 1) for k in range(m)], dtype=xp.int64)
-    S = be.take_rows(X, idx)
-    sq = None
-    if spec.kind == "rbf":
-        sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
-    K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float64)
-    if computed_in == "float32" and spec.kind != "precomputed":
-        S32 = S.astype(xp.float32)
-        K32 = be.gram(S32, S32, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float32)
-    else:
-        K32 = K.astype(xp.float32)
-    E = K32.astype(xp.float64) - K
-    d, e = xp.diagonal(K), xp.diagonal(E)
-    A = d[:, None] + d[None, :] - 2.0 * K
-    P = xp.maximum(xp.abs(e[:, None] + e[None, :] - 2.0 * E), xp.abs(e)[:, None] + xp.abs(e)[None, :])
-    iu = xp.triu(xp.ones((m, m), dtype=bool), 1) & (A > 0)
-    if not bool(xp.any(iu)):
-        return 0.0, 0.0
-    diag = 0.0
-    if computed_in == "float32" and spec.kind == "rbf":
-        diag = float(xp.max(xp.abs(e))) / float(xp.median(A[iu]))
-    return float(xp.median(P[iu] / A[iu])), diag
+    S = be.take_rows(X, np.array([(k * (n - 1)) // (m - 1) for k in range(m)]))
+    sq = be.row_sqnorms(S, np.float64) if spec.kind == "rbf" else None
+    K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=np.float64)
+    K32 = K.astype(np.float32)
+    if computed_in == "float32":
+        S32 = S.astype(np.float32)
+        K32 = be.gram(S32, S32, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=np.float32)
+    return _common._errors_from_gram(np, K, K32, computed_in == "float32" and spec.kind == "rbf")
 
 
 @pytest.mark.parametrize("computed_in", ["float64", "float32"])
 def test_compiled_cpu_float32_errors_equal_the_numpy_expressions(computed_in):
     """The CPU path of float32_gram_errors (the sample Gram's upper triangle without the gram driver, and
-    one compiled pass for the error terms and medians) gives the floats of the NumPy code, to the bit."""
+    one compiled pass for the error terms and medians) gives the floats of its array code (the GPU's), to
+    the bit."""
     import scipy.sparse as sp
 
     rng = np.random.default_rng(7)

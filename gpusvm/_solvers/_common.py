@@ -294,8 +294,15 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
         if n_pairs == 0:  # no pair with a positive curvature
             return 0.0, 0.0
         return float(pair), float(e_max / a_median) if with_diag else 0.0
-    if K32 is None:
-        K32 = K.astype(xp.float32)
+    return _errors_from_gram(xp, K, K.astype(xp.float32) if K32 is None else K32,
+                             computed_in == "float32" and spec.kind == "rbf")
+
+
+def _errors_from_gram(xp, K, K32, with_diag):
+    """The two measures of :func:`float32_gram_errors` from the float64 sample Gram ``K`` (m x m) and its
+    float32 values ``K32``, in array code (the GPU's path; the CPU runs :func:`_errors_tail_cpu`, which a
+    test holds to these values); the diagonal measure only ``with_diag``."""
+    m = int(K.shape[0])
     E = K32.astype(xp.float64) - K
     d, e = xp.diagonal(K), xp.diagonal(E)
     A = d[:, None] + d[None, :] - 2.0 * K
@@ -304,7 +311,7 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     if not bool(xp.any(iu)):
         return 0.0, 0.0
     diag = 0.0
-    if computed_in == "float32" and spec.kind == "rbf":
+    if with_diag:
         # the median hides a minority of rows whose own distance ||x||^2 + ||x||^2 - 2 x.x cancels in
         # float32: at gamma=1e6 on standardized data 34 of 200 diagonals read 0.15-0.9 for 1 (a problem
         # of other curvatures: the batched solve stopped 0.047 from the true KKT point, tol 1e-3)
