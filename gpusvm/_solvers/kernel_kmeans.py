@@ -79,6 +79,11 @@ class KernelClustering:
     def n_clusters(self) -> int:
         return len(self.starts) - 1
 
+    @property
+    def sizes(self) -> list:
+        """The number of sampled points of each cluster (host ints, from ``starts``)."""
+        return [self.starts[c + 1] - self.starts[c] for c in range(self.n_clusters)]
+
 
 def _group_sums(be, K, starts):
     """``S[c, :] = K[starts[c]:starts[c+1], :].sum(axis=0)`` for rows grouped by cluster: shape (k, cols).
@@ -141,7 +146,7 @@ def cluster_distances(be, clustering: KernelClustering, X, *, x_sqnorm=None, row
     n = X.shape[0]
     m = clustering.sample_X.shape[0]
     k = clustering.n_clusters
-    counts = xp.asarray([clustering.starts[c + 1] - clustering.starts[c] for c in range(k)])
+    counts = xp.asarray(clustering.sizes)
     if rows is None:
         rows = max(1, _BLOCK_ELEMS // max(m, 1))
     out = xp.empty((n, k), dtype=xp.float64)
@@ -191,8 +196,7 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
         x_sqnorm = be.row_sqnorms(X, xp.float64)
     if clustering.assign == "nearest":
         k = clustering.n_clusters
-        sample_label = xp.repeat(xp.arange(k, dtype=xp.int64),
-                                 [clustering.starts[c + 1] - clustering.starts[c] for c in range(k)])
+        sample_label = xp.repeat(xp.arange(k, dtype=xp.int64), clustering.sizes)
         diag = clustering.sample_diag
 
         def block(r0):
@@ -200,7 +204,7 @@ def assign_clusters(be, clustering: KernelClustering, X, *, x_sqnorm=None, dtype
             score = diag[:, None] - 2.0 * _sample_gram(be, clustering, X, x_sqnorm, r0, r1, dtype)  # float64
             labels[r0:r1] = sample_label[xp.argmin(score, axis=0)]
     else:  # cluster_distances, block by block, and its argmin
-        counts = xp.asarray([clustering.starts[c + 1] - clustering.starts[c] for c in range(clustering.n_clusters)])
+        counts = xp.asarray(clustering.sizes)
 
         def block(r0):
             r1 = min(n, r0 + rows)
