@@ -554,9 +554,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         ``rows`` on the host, the solver's result). With ``groups`` (host, the duplicate group of each
         row), copies are merged first and alpha is split back over them (:mod:`gpusvm._dedupe`)."""
         rows, yb, C, undo = reduce_problem(rows, yb, C, groups)
-        if not be.is_gpu and self.solver in ROWS_SOLVERS:
+        if self.solver in ROWS_SOLVERS:
             # the pair-at-a-time loop gathers the rows into its own transposed copy: no copy of X[rows]
-            # (LIBSVM's class order makes rows a permutation even for two classes) beside it
+            # (LIBSVM's class order makes rows a permutation even for two classes) beside it; the batched
+            # decomposition (the GPU's) copies them itself
             Xp, kw = X, {"rows": rows}
         else:
             Xp, kw = be.select_rows(X, rows), {}

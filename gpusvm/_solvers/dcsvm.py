@@ -546,16 +546,14 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 results[c] = r
             n_batched = len(take)
     if executor is None:
-        gather = not be.is_gpu and solver in ROWS_SOLVERS
+        gather = solver in ROWS_SOLVERS  # (they copy the rows themselves where they need a copy)
 
         def solve(c):
             ic = idx[c]
             try:
-                if gather:  # the solver gathers the cluster's rows into its own transposed copy
-                    return _solve_one(be, X, y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter, cache_bytes,
-                                      options, random_state, be.to_host(ic))
-                return _solve_one(be, be.take_rows(X, ic), y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter,
-                                  cache_bytes, options, random_state)
+                Xc, rows_c = (X, be.to_host(ic)) if gather else (be.take_rows(X, ic), None)
+                return _solve_one(be, Xc, y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter, cache_bytes,
+                                  options, random_state, rows_c)
             except Exception as exc:
                 raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
                                    f"({starts[c + 1] - starts[c]} points): {exc!r}") from exc
