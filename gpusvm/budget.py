@@ -54,8 +54,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     are dense anyway). On the CPU, sparse (CSR) input is never densified: the loop computes each margin
     from the nonzeros of the row against a transposed copy of the support vectors, so sparse rows
     (a9a, w8a) cost their nonzeros, not n_features, per support vector, and a new support vector is
-    copied from the nonzeros; memory is O(nnz + budget x n_features) (full w8a: peak 13 MB traced
-    instead of 127 MB with the dense copy; measured for commit f72159b, not in benchmarks/results/).
+    copied from the nonzeros; memory is O(nnz + budget x n_features) (full w8a, budget 500: 14.2 MB
+    traced peak, against 228 MB when w8a is densified first; benchmarks/results/sparse_memory_cpu.md).
     The GPU loop reads dense rows, so sparse input is densified on the device.
 
     Parameters
