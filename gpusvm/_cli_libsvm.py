@@ -222,7 +222,7 @@ def train_main(args) -> int:
         return 1
     # as svm-train: -g 0 (or no -g) means 1 / num_features, num_features the largest feature index
     gamma = opt["gamma"] if opt["gamma"] else 1.0 / max(int(X.shape[1]) - 1, 1)
-    labels = np.trunc(y)  # svm-train casts labels to int
+    y_file, labels = y, np.trunc(y)  # svm-train casts labels to int (-v scores against the file's labels)
     if np.any(labels != y):
         print("WARNING: labels that are not integers are truncated to integers, as LIBSVM does", file=sys.stderr)
     y = labels + 0.0  # (no -0.0)
@@ -274,7 +274,7 @@ def train_main(args) -> int:
         print(f"gpusvm train: {exc}", file=sys.stderr)
         return 1
     if opt["folds"]:
-        print(f"Cross Validation Accuracy = {100.0 * float(np.mean(pred == y)):g}%")
+        print(f"Cross Validation Accuracy = {100.0 * float(np.mean(pred == y_file)):g}%")
         return 0
     if not opt["quiet"]:
         print(f"optimization finished, #iter = {int(sum(est.n_iter_))}")

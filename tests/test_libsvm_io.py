@@ -441,6 +441,15 @@ def test_train_option_values_as_svm_train(files, capsys):
     assert "label 0 2\n" in (d / "m").read_text()
 
 
+def test_train_cross_validation_scores_against_the_labels_of_the_file(files, capsys):
+    """svm-train -v compares the integer labels it predicts with the labels as read: 2.5 and -0.5 are
+    never predicted (the classes are 2 and 0), so LIBSVM reports 0%."""
+    d, X, y = files
+    dump_svmlight_file(X[:60], np.where(y[:60] > 0, 2.5, -0.5), str(d / "frac"), zero_based=False)
+    assert main(["train", "-q", "-v", "3", str(d / "frac")]) == 0
+    assert capsys.readouterr().out.strip() == "Cross Validation Accuracy = 0%"
+
+
 def test_train_caps_iterations_as_svm_train(files, monkeypatch, capsys):
     """max(10^7, 100 l) steps per binary problem, and LIBSVM's warning when a problem reaches it."""
     import warnings
