@@ -93,7 +93,9 @@ def parse_train_args(args):
             label = a[2:]
             if not label:
                 raise UsageError("option -w needs a class label, as in -w1 2.5")
-            lab = _num(label, a)  # (repeated for a label: the weights multiply, as svm-train's)
+            # svm-train reads the label with atoi (-w1.5 weighs class 1, the class of labels 1.5 once cast
+            # to int); repeated for a label, the weights multiply, as svm-train's
+            lab = float(_num(label.partition(".")[0] or "0", a, int))
             opt["weights"][lab] = opt["weights"].get(lab, 1.0) * _num(_take(args, i, a), a)
             i += 2
             continue

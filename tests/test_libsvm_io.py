@@ -591,6 +591,15 @@ def test_train_repeated_weight_options_multiply_as_svm_train(files):
     assert (d / "m23").read_text() == (d / "m6").read_text()
 
 
+def test_train_weight_labels_read_as_svm_train_reads_them(files, capsys):
+    """svm-train reads the label of -wi with atoi: -w1.5 weighs class 1 (no 'not found' warning)."""
+    d, _, _ = files
+    assert main(["train", "-q", "-w1.5", "4", str(d / "tr"), str(d / "m15")]) == 0
+    assert "not found" not in capsys.readouterr().err
+    assert main(["train", "-q", "-w1", "4", str(d / "tr"), str(d / "m1")]) == 0
+    assert (d / "m15").read_text() == (d / "m1").read_text()
+
+
 @pytest.mark.parametrize("text,line", [("1 1:0.5\n-1 1:0.3 2:abc\n", 2), ("1 1:0.5\n\n1 1:1 # note\nx 1:0.3\n", 4),
                                        ("1 1:0.5\n-1 2:0.3 1:0.2\n", 2), ("1 1:0.5\n-1 0.3\n", 2),
                                        ("1 1:0.5\n-1 1:0.1\n-1 1.5:0.3\n", 3)])
