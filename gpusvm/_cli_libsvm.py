@@ -404,7 +404,7 @@ def predict_main(args) -> int:
         d = max(parsed["width"], int(X.shape[1]), 1)
         if X.shape[1] < d:
             X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d))
-        model = _build_model(parsed, d, opt["device"])
+        model = _build_model(parsed, d, opt["device"], sparse=True)
         if opt["probability"] and not model.probability:
             raise UsageError(f"{model_file}: the model does not support probability estimates (train with -b 1)")
         n = int(X.shape[0])  # 0 (an empty test file): an empty output, as svm-predict's

@@ -351,9 +351,10 @@ def _parse_model(path, first_index=1, one_class=False):
             "width": int(cols_a.max()) + 1 if cols_a.size else 0}
 
 
-def _build_model(m, n_features, device):
+def _build_model(m, n_features, device, sparse=False):
     """The fitted :class:`~gpusvm.SVC` of a :func:`_parse_model` dict, ``n_features`` wide (None: the
-    largest feature index used)."""
+    largest feature index used); ``sparse``: CSR support vectors, as a sparse fit keeps them (what
+    ``gpusvm predict`` uses: a dense copy of a text model's vectors takes n_SV x max index doubles)."""
     from ._backend import get_backend
     from .svc import SVC
 
@@ -365,8 +366,13 @@ def _build_model(m, n_features, device):
         raise ValueError(f"n_features={n_features} is smaller than the largest feature index ({width}) of the "
                          f"support vectors in {m['path']}.")
     n_features = int(n_features)
-    SV = np.zeros((total, n_features))
-    SV[m["rows"], m["cols"]] = m["vals"]
+    if sparse:
+        import scipy.sparse as sps
+
+        SV = sps.csr_matrix((m["vals"], (m["rows"], m["cols"])), shape=(total, n_features))
+    else:
+        SV = np.zeros((total, n_features))
+        SV[m["rows"], m["cols"]] = m["vals"]
 
     # per-pair coefficients in the file's label order, then with the classes sorted
     starts = np.concatenate([[0], np.cumsum(nr_sv)])

@@ -600,6 +600,22 @@ def test_train_weight_labels_read_as_svm_train_reads_them(files, capsys):
     assert (d / "m15").read_text() == (d / "m1").read_text()
 
 
+def test_predict_command_keeps_support_vectors_sparse(tmp_path, monkeypatch, capsys):
+    """gpusvm predict builds the model with CSR support vectors, as svm-predict keeps them sparse: dense ones
+    took n_SV x the largest feature index doubles (6 GB for 400 SVs of a 10^6-feature text model)."""
+    import gpusvm.libsvm_io as io
+
+    (tmp_path / "tr").write_text("".join(f"{1 if i % 2 else -1} {i % 2 + 1}:1 {3_000_000 - i}:0.5\n"
+                                         for i in range(20)))
+    assert main(["train", "-q", "-t", "0", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    built = []
+    real = io._build_model
+    monkeypatch.setattr(io, "_build_model", lambda *a, **k: built.append(real(*a, **k)) or built[-1])
+    assert main(["predict", str(tmp_path / "tr"), str(tmp_path / "m"), str(tmp_path / "out")]) == 0
+    assert "Accuracy = 100% (20/20)" in capsys.readouterr().out
+    assert sp.issparse(built[0].support_vectors_) and built[0].support_vectors_.shape[1] == 3_000_001
+
+
 @pytest.mark.parametrize("text,line", [("1 1:0.5\n-1 1:0.3 2:abc\n", 2), ("1 1:0.5\n\n1 1:1 # note\nx 1:0.3\n", 4),
                                        ("1 1:0.5\n-1 2:0.3 1:0.2\n", 2), ("1 1:0.5\n-1 0.3\n", 2),
                                        ("1 1:0.5\n-1 1:0.1\n-1 1.5:0.3\n", 3)])
