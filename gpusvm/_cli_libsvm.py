@@ -327,8 +327,8 @@ def _cross_validate(est, X, y, n_folds):
 
     n = int(X.shape[0])
     if n_folds > n:
-        print("WARNING: # folds > # data. Will use # folds = # data instead (i.e., leave-one-out cross "
-              "validation)", file=sys.stderr)
+        print(f"WARNING: # folds ({n_folds}) > # data ({n}). Will use # folds = # data instead (i.e., leave-one-out "
+              "cross validation)", file=sys.stderr)
         n_folds = n
     fold = _libsvm_folds(y, n_folds, np.random.default_rng(0))
     pred = np.empty_like(y)
