@@ -222,8 +222,9 @@ def train_main(args) -> int:
     if kernel == "poly" and opt["degree"] < 0:
         print("gpusvm train: degree of polynomial kernel < 0", file=sys.stderr)
         return 1
-    # as svm-train: -g 0 (or no -g) means 1 / num_features, num_features the largest feature index
-    gamma = opt["gamma"] if opt["gamma"] else 1.0 / max(int(X.shape[1]) - 1, 1)
+    # as svm-train: -g 0 (or no -g) means 1 / num_features, num_features the largest feature index; the
+    # linear kernel ignores -g, whatever its value (svm-train checks gamma < 0 only for the other kernels)
+    gamma = opt["gamma"] if opt["gamma"] and kernel != "linear" else 1.0 / max(int(X.shape[1]) - 1, 1)
     y_file, labels = y, np.trunc(y)  # svm-train casts labels to int (-v scores against the file's labels)
     if np.any(labels != y):
         print("WARNING: labels that are not integers are truncated to integers, as LIBSVM does", file=sys.stderr)

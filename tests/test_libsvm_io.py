@@ -591,6 +591,15 @@ def test_train_repeated_weight_options_multiply_as_svm_train(files):
     assert (d / "m23").read_text() == (d / "m6").read_text()
 
 
+def test_train_linear_kernel_ignores_gamma_as_svm_train(files):
+    """svm-train accepts any -g with -t 0 (gamma is not used, and LIBSVM checks gamma < 0 only for the
+    other kernels): the same model as without -g."""
+    d, _, _ = files
+    assert main(["train", "-q", "-t", "0", "-g", "-1", str(d / "tr"), str(d / "lin_g")]) == 0
+    assert main(["train", "-q", "-t", "0", str(d / "tr"), str(d / "lin")]) == 0
+    assert (d / "lin_g").read_text() == (d / "lin").read_text()
+
+
 def test_train_weight_labels_read_as_svm_train_reads_them(files, capsys):
     """svm-train reads the label of -wi with atoi: -w1.5 weighs class 1 (no 'not found' warning)."""
     d, _, _ = files
