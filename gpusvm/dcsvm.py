@@ -519,13 +519,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     def _model_backend(self):
         return get_backend(self._be_name)
 
+    def _fitted_stop_level(self):
+        """The ``early_stop_level`` of the fit (None: solved to the top), whatever ``set_params`` set since."""
+        return self.early_model_["level"] if hasattr(self, "early_model_") else None
+
     def _resolve_level(self, level):
+        stop = self._fitted_stop_level()
         if level is None:
-            return 0 if self.early_stop_level is None else int(self.early_stop_level)
+            return 0 if stop is None else int(stop)
         fitted = set(self._level_models[0])
         for models in self._level_models[1:]:
             fitted &= set(models)
-        avail = sorted(fitted) + ([0] if self.early_stop_level is None else [])
+        avail = sorted(fitted) + ([0] if stop is None else [])
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or int(level) not in avail:
             # (a skipped refine solve is also in levels_; it is no level to predict with)
             recs = [lv for lv in self.levels_ if lv.get("skipped") and lv["level"] != "refine"]
@@ -585,9 +590,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if self.kernel != "linear":
             raise AttributeError("coef_ is only available when using a linear kernel")
         self._check_fitted()
-        if self.early_stop_level is not None:
+        if self._fitted_stop_level() is not None:
             raise AttributeError(f"coef_ holds the top-level model's weights, but this DCSVC stopped at level "
-                                 f"{self.early_stop_level} (early_stop_level); its early model has one local "
+                                 f"{self._fitted_stop_level()} (early_stop_level); its early model has one local "
                                  "model per cluster (early_model_). Refit with early_stop_level=None.")
         be = self._model_backend()
         return linear_pair_weights(be, self._pair_coef, self.support_vectors_, len(self.classes_))

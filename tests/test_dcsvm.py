@@ -205,6 +205,27 @@ def test_asking_for_a_skipped_level_names_it_when_the_refine_was_skipped_too():
     assert "min_cluster_size" not in str(exc.value) and "max_cluster_share" not in str(exc.value)
 
 
+def test_predictions_follow_the_fitted_early_stop_level_not_a_later_set_params():
+    """predict and coef_ read early_stop_level at call time: set_params(early_stop_level=None) on a model fitted
+    with it made predict use the NaN top-level intercepts (every point classes_[1], NaN decision values), and
+    set_params(early_stop_level=l) on a model fitted to the top refused predict(X, level=0)."""
+    X, y = make_classification(n_samples=200, n_features=5, random_state=1)
+    kw = dict(kernel="linear", n_levels=2, n_clusters_per_level=2, min_cluster_size=0, max_sv_share=1.0,
+              max_cluster_share=1.0, device="cpu", random_state=0)
+    early = DCSVC(early_stop_level=1, **kw).fit(X, y)
+    want = early.decision_function(X)
+    early.set_params(early_stop_level=None)
+    np.testing.assert_array_equal(early.decision_function(X), want)
+    with pytest.raises(AttributeError, match="stopped at level 1"):
+        early.coef_
+    full = DCSVC(**kw).fit(X, y)
+    want = full.decision_function(X)
+    full.set_params(early_stop_level=2)
+    np.testing.assert_array_equal(full.decision_function(X), want)
+    np.testing.assert_array_equal(full.decision_function(X, level=0), want)
+    assert full.coef_.shape == (1, 5)
+
+
 def test_sparse_input_and_string_labels():
     X, y = load_bundled("breast_cancer")
     labels = np.where(y == 1, "benign", "malignant")
