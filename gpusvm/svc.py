@@ -280,6 +280,14 @@ class SVC(ClassifierMixin, BaseEstimator):
         LIBSVM's one-vs-one layout (as sklearn). After a sparse fit a CSR matrix of the same types as
         ``support_vectors_`` that stores every entry, zeros included (sklearn's layout).
     intercept_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        As LIBSVM's: the mean of ``-y_i G_i`` over the free support vectors, or the midpoint of the
+        interval of optimal intercepts when none is free. An alpha within a relative 1e-12 of a bound
+        counts as at it. LIBSVM counts such an alpha as free (its update can leave one at ``C_i (1 -
+        1e-14)``, and the CPU solver reproduces its alphas), and then takes that alpha's end of the
+        interval: where every support vector is at a bound (small C, class or sample weights) the two
+        intercepts can differ by much of the interval, both optimal (the same dual solution), and so can
+        the predictions near the boundary (a poly fit with "balanced" class weights: -1.0 against
+        -3.6e-5, the interval [-1.0, 1.0]).
     coef_ : {ndarray, CSR matrix} of shape (n_classes * (n_classes - 1) / 2, n_features)
         Primal weights of every class pair, ``kernel="linear"`` only (as sklearn); CSR after a sparse
         fit.

@@ -68,9 +68,12 @@ def bias(be, y, alpha, G, C) -> float:
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
     the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
 
-    An alpha within a relative 1e-12 of a bound counts as at it. The solvers' own steps clip to the bound
-    exactly, but a warm start (DC-SVM's levels, rescaled to feasibility) can leave an alpha at C (1 - 1e-16);
-    counted as free, that one variable would set b to an end of the interval of optimal intercepts.
+    An alpha within a relative 1e-12 of a bound counts as at it. A warm start (DC-SVM's levels, rescaled to
+    feasibility) can leave an alpha at C (1 - 1e-16), and so can LIBSVM's pair update, which sets the second
+    alpha from the first (``C_j + diff``): when both reach a bound in one step, one can land at C (1 - 1e-14)
+    (the pair-at-a-time solver reproduces LIBSVM's alphas, this too); counted as free, that
+    one variable would set b to an end of the interval of optimal intercepts, where LIBSVM leaves it (see
+    SVC's ``intercept_``).
     """
     xp = be.xp
     yG = y * G
