@@ -551,8 +551,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                     + "; or ".join(c[0] for c in causes) + "; see levels_; set early_stop_level"
                     + (", or " + " and ".join(c[1] for c in causes) if causes else "")
                     + ", to keep every level)." if skipped else "")
-            raise ValueError(f"The 'level' parameter of DCSVC.predict must be one of the fitted levels "
-                             f"{sorted(avail)} (0 = the top, exact model). Got {level!r} instead.{note}")
+            top = " (0 = the top, exact model)" if 0 in avail else ""
+            raise ValueError(f"The 'level' parameter of DCSVC must be one of the fitted levels {sorted(avail)}"
+                             f"{top}. Got {level!r} instead.{note}")
         return int(level)
 
     def _pair_decision(self, X, level):

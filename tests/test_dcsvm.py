@@ -218,6 +218,8 @@ def test_predictions_follow_the_fitted_early_stop_level_not_a_later_set_params()
     np.testing.assert_array_equal(early.decision_function(X), want)
     with pytest.raises(AttributeError, match="stopped at level 1"):
         early.coef_
+    with pytest.raises(ValueError, match=r"parameter of DCSVC must be one of the fitted levels \[1, 2\]\. Got 0"):
+        early.decision_function(X, level=0)  # (no "0 = the top" in the list's note: there is no top model)
     full = DCSVC(**kw).fit(X, y)
     want = full.decision_function(X)
     full.set_params(early_stop_level=2)
