@@ -275,7 +275,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         Indices of the support vectors in the training data, grouped by class.
     support_vectors_ : {ndarray, CSR matrix} of shape (n_SV, n_features)
         Dense after a dense fit; a CSR matrix (``scipy.sparse.csr_matrix``, or
-        ``cupyx.scipy.sparse.csr_matrix`` after a GPU fit) after a sparse fit, as sklearn.
+        ``cupyx.scipy.sparse.csr_matrix`` after a GPU fit) after a sparse fit, as sklearn. Rows of X as
+        given: float32 after a float32 fit (sklearn converts X to float64 first), float64 otherwise;
+        decision values are float64 either way.
     dual_coef_ : {ndarray, CSR matrix} of shape (n_classes - 1, n_SV)
         LIBSVM's one-vs-one layout (as sklearn). After a sparse fit a CSR matrix of the same types as
         ``support_vectors_`` that stores every entry, zeros included (sklearn's layout).

@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.svm import SVC as SkSVC
 
 from gpusvm import SVC
@@ -297,3 +297,16 @@ def test_all_zero_weights_raise_the_same_error_in_every_estimator(name):
     est = getattr(gpusvm, name)(class_weight={0: 0.0}, device="cpu")
     with pytest.raises(ValueError, match=rf"all samples have zero weight\. .* of {name} are all zero"):
         est.fit(X, [0, 1, 0, 1], sample_weight=[1.0, 0.0, 1.0, 0.0])
+
+
+def test_support_vectors_keep_the_float_type_of_x():
+    """support_vectors_ are the rows of X as given (float32 stays float32, integers become float64), the
+    coefficients and decision values float64 (as the SVC docstring says)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:150] / X[:150].max(axis=0)
+    y = y[:150]
+    m32 = SVC(device="cpu").fit(X.astype(np.float32), y)
+    assert m32.support_vectors_.dtype == np.float32 and m32.dual_coef_.dtype == np.float64
+    assert m32.decision_function(X).dtype == np.float64
+    mint = SVC(device="cpu").fit((X * 100).astype(np.int64), y)
+    assert mint.support_vectors_.dtype == np.float64
