@@ -262,6 +262,9 @@ def test_gpu_sample_gram_errors_agree_with_the_cpu_op(gpu_backend):
                     np.testing.assert_allclose(got, want, rtol=2e-2, atol=1e-15)
                 else:
                     assert all(w / 4 <= g <= 4 * w for g, w in zip(got, want)), (spec, got, want)
-                promoted = [g[0] > FLOAT32_MAX_CURVATURE_ERROR or g[1] > FLOAT32_MAX_DIAGONAL_ERROR
-                            for g in (got, want)]
-                assert promoted[0] == promoted[1], (shift, spec, computed_in, got, want)
+                near = [4 * w > T and w < 4 * T for w, T in zip(want, (FLOAT32_MAX_CURVATURE_ERROR,
+                                                                     FLOAT32_MAX_DIAGONAL_ERROR))]
+                if not any(near):  # (within the factor above of a threshold either decision is right)
+                    promoted = [g[0] > FLOAT32_MAX_CURVATURE_ERROR or g[1] > FLOAT32_MAX_DIAGONAL_ERROR
+                                for g in (got, want)]
+                    assert promoted[0] == promoted[1], (shift, spec, computed_in, got, want)
