@@ -359,7 +359,7 @@ def test_cpu_gram_of_one_tile_writes_the_product_into_its_output(kind):
 def test_sample_gram_cpu_equals_the_gram_op(kind, dtype):
     """sample_gram_cpu (the float32 check's 64-row Gram without the driver) gives be.gram's float64 values
     to the bit, in full and as the packed upper triangle."""
-    from gpusvm._backend.ops.gram import sample_gram_cpu, upper_indices
+    from gpusvm._backend.ops.gram_errors import sample_gram_cpu, upper_indices
 
     be = get_backend("cpu")
     S = np.random.default_rng(3).normal(size=(64, 7)).astype(dtype)
