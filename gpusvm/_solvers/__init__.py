@@ -58,12 +58,13 @@ def register_binary_solver(name: str, options: tuple[str, ...] = ()):
     return deco
 
 
-_LOADED: list = []  # non-empty once every solver module was imported
+_LOADED = False  # every solver module imported (as the backend's _discover_ops)
 
 
 def _load_all() -> None:
     """Import every solver module (each registers its solvers), once: listing the package's files costs
     0.6 ms, which DC-SVM paid for every cluster and class pair (51 times, 33 ms, in a digits fit)."""
+    global _LOADED
     if _LOADED:
         return
     import importlib
@@ -72,7 +73,7 @@ def _load_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
-    _LOADED.append(True)
+    _LOADED = True
 
 
 def binary_solvers() -> dict[str, tuple[str, ...]]:
