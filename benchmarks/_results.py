@@ -14,14 +14,14 @@ HERE = Path(__file__).resolve().parent
 
 
 def run_datasets(stem, names, run_one, markdown, *, machine_note="shared machine: ratios within one run", extra=None,
-                 out_dir=None):
+                 out_dir=None, needs_data=True):
     """``run_one(name, data_dir)`` per data set; results in <out_dir>/<stem>.{json,md} (default
     benchmarks/results). ``extra``: more entries of the JSON's "meta" (measurements that are not per data
-    set)."""
+    set). ``needs_data=False``: generated problems, ``data_dir`` may be None."""
     from gpusvm.datasets import find_data_dir
 
     data_dir = find_data_dir()
-    if data_dir is None:
+    if data_dir is None and needs_data:
         sys.exit("LIBSVM data sets not found (../shared/data or $GPUSVM_DATA)")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()

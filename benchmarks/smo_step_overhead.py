@@ -17,10 +17,6 @@ Writes benchmarks/results/smo_step_overhead_<tag>.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,19 +25,21 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 from gpusvm import SVC  # noqa: E402
 from gpusvm.datasets import make_chessboard  # noqa: E402
+from _results import run_datasets  # noqa: E402
 
 
 def problems():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 15)) * 1e3
     y = rng.integers(0, 2, 120)
-    yield "gauss-120x15-x1e3 linear C=1e-3", X, y, dict(kernel="linear", C=1e-3)
-    yield "gauss-120x15-x1e3 linear C=3e-4", X, y, dict(kernel="linear", C=3e-4)
     Xc, yc = make_chessboard(5000, random_state=0)
-    yield "chess-4x4-5k rbf C=1000", Xc, yc, dict(kernel="rbf", C=1000.0, gamma=10.0)
+    return {"gauss-120x15-x1e3 linear C=1e-3": (X, y, dict(kernel="linear", C=1e-3)),
+            "gauss-120x15-x1e3 linear C=3e-4": (X, y, dict(kernel="linear", C=3e-4)),
+            "chess-4x4-5k rbf C=1000": (Xc, yc, dict(kernel="rbf", C=1000.0, gamma=10.0))}
 
 
 def timed(make, X, y, repeats):
@@ -56,38 +54,41 @@ def timed(make, X, y, repeats):
     return best, int(np.sum(model.n_iter_))
 
 
-def main():
+def run(name, repeats):
     from sklearn.svm import SVC as SkSVC
 
+    X, y, kw = problems()[name]
+    rows = []
+    for shrinking in (True, False):
+        t_sk, it_sk = timed(lambda: SkSVC(shrinking=shrinking, **kw), X, y, repeats)
+        t_gp, it_gp = timed(lambda: SVC(shrinking=shrinking, device="cpu", **kw), X, y, repeats)
+        rows.append({"problem": name, "shrinking": shrinking, "sklearn_s": t_sk, "sklearn_steps": it_sk,
+                     "gpusvm_s": t_gp, "gpusvm_steps": it_gp, "sklearn_ns_per_step": 1e9 * t_sk / it_sk,
+                     "gpusvm_ns_per_step": 1e9 * t_gp / it_gp})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def markdown(results, meta):
+    lines = ["# SMO time per step: gpusvm's pair-at-a-time loop vs scikit-learn SVC (LIBSVM)", "",
+             f"{meta['machine']}; commit {meta['commit']}; `{meta['command']}`. Process CPU seconds, min of "
+             f"{meta['repeats']} fits after a warm-up.", "",
+             "| problem | shrinking | steps sklearn / gpusvm | sklearn s | gpusvm s | ns/step sklearn | "
+             "ns/step gpusvm | gpusvm / sklearn |", "|---|---|---|---|---|---|---|---|"]
+    for r in (r for rows in results for r in rows):
+        lines.append(f"| {r['problem']} | {r['shrinking']} | {r['sklearn_steps']:,} / {r['gpusvm_steps']:,} | "
+                     f"{r['sklearn_s']:.3f} | {r['gpusvm_s']:.3f} | {r['sklearn_ns_per_step']:.0f} | "
+                     f"{r['gpusvm_ns_per_step']:.0f} | {r['gpusvm_s'] / r['sklearn_s']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tag", default="cpu")
     args = ap.parse_args()
-    rows = []
-    for name, X, y, kw in problems():
-        for shrinking in (True, False):
-            t_sk, it_sk = timed(lambda: SkSVC(shrinking=shrinking, **kw), X, y, args.repeats)
-            t_gp, it_gp = timed(lambda: SVC(shrinking=shrinking, device="cpu", **kw), X, y, args.repeats)
-            rows.append({"problem": name, "shrinking": shrinking, "sklearn_s": t_sk, "sklearn_steps": it_sk,
-                         "gpusvm_s": t_gp, "gpusvm_steps": it_gp, "sklearn_ns_per_step": 1e9 * t_sk / it_sk,
-                         "gpusvm_ns_per_step": 1e9 * t_gp / it_gp})
-            print(rows[-1], flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared machine: ratios within one run)",
-            "commit": commit, "command": "python benchmarks/smo_step_overhead.py " + " ".join(sys.argv[1:])}
-    out = HERE / "results" / f"smo_step_overhead_{args.tag}"
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
-    lines = ["# SMO time per step: gpusvm's pair-at-a-time loop vs scikit-learn SVC (LIBSVM)", "",
-             f"{meta['machine']}; commit {commit}; `{meta['command']}`. Process CPU seconds, min of "
-             f"{args.repeats} fits after a warm-up.", "",
-             "| problem | shrinking | steps sklearn / gpusvm | sklearn s | gpusvm s | ns/step sklearn | "
-             "ns/step gpusvm | gpusvm / sklearn |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['problem']} | {r['shrinking']} | {r['sklearn_steps']:,} / {r['gpusvm_steps']:,} | "
-                     f"{r['sklearn_s']:.3f} | {r['gpusvm_s']:.3f} | {r['sklearn_ns_per_step']:.0f} | "
-                     f"{r['gpusvm_ns_per_step']:.0f} | {r['gpusvm_s'] / r['sklearn_s']:.2f} |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    run_datasets(f"smo_step_overhead_{args.tag}", list(problems()), lambda name, _: run(name, args.repeats),
+                 markdown, extra={"repeats": args.repeats}, needs_data=False)
 
 
 if __name__ == "__main__":
