@@ -587,7 +587,8 @@ def test_float32_stop_is_certified_in_float64(backend, case):
     if case == 1 and backend.name == "gpu" and os.environ.get("GPUSVM_CUDASIM") == "1":
         pytest.skip("86 s on the CPU emulator (839 rounds); the C=100 case runs the same GPU path")
     X, y, C, gamma = list(_certify_cases())[case]
-    r, alpha = _solve(backend, X, y, C, gamma)
+    # p = 8: the path those gaps were measured on (the default's p = 16 stops inside tol on the first case)
+    r, alpha = _solve(backend, X, y, C, gamma, n_pairs=8)
     gap, obj = _gap64(X, y, alpha, C, gamma)
     assert r.converged and gap <= 1e-3 and r.info["gap"] <= 1e-3
     np.testing.assert_allclose(r.objective, obj, rtol=1e-9)
@@ -605,3 +606,23 @@ def test_float64_rows_are_not_certified_again(small_problem):
     r, alpha = _solve(CPU, X, y, 10.0, 0.4, n_pairs=8, gram_dtype="float64")
     assert r.converged and not r.info["certified"] and not r.info["float64_polish"]
     assert r.info["float32_stop_gap"] is None and r.info["gram_dtype"] == "float64"
+
+
+def test_default_pairs_halve_when_rounds_take_many_fpgm_steps(backend):
+    """n_pairs=None starts at max(16, n // 32) pairs (62 here) and halves p when a round's FPGM loops take more
+    than ROUND_STEPS_MAX steps (ill-conditioned chess-board subproblems): 62 -> 32 pairs, 27,640 FPGM steps
+    against 51,160 at a fixed p = 62 on the CPU. An explicit n_pairs is kept. Same solution either way."""
+    from gpusvm.datasets import make_chessboard
+
+    if backend.name == "gpu" and os.environ.get("GPUSVM_CUDASIM") == "1":
+        pytest.skip("80 s on the CPU emulator; the halving is host code, and every emulated round syncs as here")
+    X, y = make_chessboard(2000, 4, random_state=0)
+    y = np.where(y > 0, 1.0, -1.0)
+    r, alpha = _solve(backend, X, y, 1000.0, 10.0)
+    r_fix, alpha_fix = _solve(backend, X, y, 1000.0, 10.0, n_pairs=62)
+    assert r.converged and r_fix.converged
+    assert r.info["n_pairs_start"] == 62 and r.info["n_pairs"] == 32
+    assert r_fix.info["n_pairs_start"] == r_fix.info["n_pairs"] == 62
+    assert r.info["inner_iters"] < r_fix.info["inner_iters"]
+    np.testing.assert_allclose(r.objective, r_fix.objective, rtol=1e-6)
+    assert _gap64(X, y, alpha, 1000.0, 10.0)[0] <= 1e-3

@@ -145,6 +145,9 @@ OPTIONS = ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_al
 #: (full size, CPU), of the process CPU time relative to the fastest p of that data set (see
 #: :func:`solve_alfpgm`).
 DEFAULT_N_PAIRS = 200
+#: With ``n_pairs=None``, ``p`` is halved (down to ``min(32, p)`` of the start) when a round's FPGM loops
+#: take more than this many steps (see :func:`solve_alfpgm`, ``n_pairs``).
+ROUND_STEPS_MAX = 2000
 MAX_PAIRS = 512  # 2 p <= 1024 variables: one CUDA thread block solves the subproblem
 TAU = 1e-12
 
@@ -288,8 +291,16 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         fastest p (1.06; p = 100 1.15, p = 64 1.16). Repeats of one point differed by up to ~1.5x there,
         so p = 64-200 are a tie on that machine; only p <= 16 is clearly slower (ijcnn1: 2.0-3.0x). The
         number of decompositions falls roughly as 1/p (a9a: 21,253 at p = 8, 714 at p = 200). Below
-        6,400 rows the default is ``max(8, n // 32)`` instead (one observation: 2,000 rows of a9a took
-        ~25 s at p = 200 and ~1 s at p = 64). The paper found 50 to 100 best; not yet measured on the GPU.
+        6,400 rows the default is ``max(16, n // 32)`` instead (one observation: 2,000 rows of a9a took
+        ~25 s at p = 200 and ~1 s at p = 64; scikit-learn's breast_cancer and digits 3 against 8, 569 and
+        357 rows, took 0.05 s at p = 16 and 0.07-0.10 s at p = 8). The paper found 50 to 100 best; not yet measured on the GPU.
+        With None, ``p`` also adapts (not in the paper): a round whose FPGM loops take more than
+        :data:`ROUND_STEPS_MAX` (2,000) steps halves it, down to ``min(32, start)``. Ill-conditioned
+        subproblems need ever more FPGM steps as the working set grows: on chess-boards (5,000 points,
+        C = 1000, gamma = 10) a round took 17,000 steps at p = 200 and 1,050 at p = 32, and the fit 21 s
+        against 0.65 s, while rounds on 5,000-row subsets of a9a, ijcnn1, w8a and phishing averaged 50 to
+        550 steps at p = 200, where it stays (benchmarks/results/alfpgm_sweep_n5000_cpu.md). ``info``
+        holds the start and final ``p`` (``n_pairs_start``, ``n_pairs``).
     mu : float
         Augmented Lagrangian parameter (> 0).
     inner_tol : float, optional
@@ -326,10 +337,12 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     if n_pairs is None:
         # small problems: p = 200 costs O(p^2) per FPGM step for little gain (a9a, 2,000 rows: ~25 s at
         # p = 200 vs ~1 s at p = 64 in tests/test_alfpgm.py), so the default is also capped at n / 32
-        p = min(DEFAULT_N_PAIRS, max(8, n // 32))
+        p = min(DEFAULT_N_PAIRS, max(16, n // 32))
     else:
         p = _check_int(n_pairs, "n_pairs", 1, MAX_PAIRS)
     p = max(1, min(p, n // 2))
+    p_start = p
+    p_floor = min(32, p) if n_pairs is None else p  # an explicit n_pairs is kept
     mu = _check_float(mu, "mu")
     inner_tol = _check_float(inner_tol, "inner_tol", allow_none=True)
     delta_alpha = _check_float(delta_alpha, "delta_alpha", low_open=False)
@@ -390,7 +403,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
     sub_info = xp.zeros(3, dtype=f64)
     polish_steps = xp.zeros(1, dtype=xp.int64)
     neg_inf, pos_inf = -xp.inf, xp.inf
-    rounds = pairs_total = resets = fills = fallbacks = merged = 0
+    rounds = pairs_total = resets = fills = fallbacks = merged = steps_before = 0
     converged = False
     check = Float32StopCheck()
     gap = math.inf
@@ -547,7 +560,13 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         delta = a_new - aB
         u = yB * delta
         f_dec = -(xp.dot(GB, delta) + 0.5 * xp.dot(u, K_BB64 @ u))
-        if not bool(f_dec >= 0.5 * pair_gain):  # one host sync
+        # one host sync: the progress test, and the FPGM steps so far (for the adaptive p)
+        progress_ok, fpgm_steps = be.to_host(xp.stack([(f_dec >= 0.5 * pair_gain).astype(xp.int64),
+                                                       stats[0]])).tolist()
+        if p > p_floor and fpgm_steps - steps_before > ROUND_STEPS_MAX:
+            p = max(p_floor, p // 2)  # (the fills and the cache only ever need fewer rows)
+        steps_before = fpgm_steps
+        if not progress_ok:
             fallbacks += 1
             a_new, steps, _ = be.local_smo(K_BB, yB, aB, GB, CB, diagB, eps, max(nb, 2), 0, rel_eps=0.0)
             polish_steps += steps
@@ -578,6 +597,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         "duplicates_merged": merged,
         "pairs": pairs_total,
         "n_pairs": p,
+        "n_pairs_start": p_start,
         "limiter_resets": resets,
         "gap": gap,
         "gram_dtype": str(gram_dtype),
