@@ -302,9 +302,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         their rounding, summed over every step. Recomputed from the returned ``dual_coef_`` in float64 it
         differed by at most 7e-7 relative on 8,000-row prefixes of a9a, ijcnn1, w8a and phishing (C and
         gamma of issue #3), but by 3e-5 on 60 noisy points with C=1e10 and gamma=1 (66,071 steps, the
-        same alphas as scikit-learn's: 116060.593 against 116057.116), and more after very long
-        solves; ``gram_dtype="float64"`` reports that of its coefficients (116057.123 against
-        116057.123 there). The batched decomposition and "alfpgm" recompute it with float64 values
+        same alphas as scikit-learn's: 116060.593 against 116057.116); ``gram_dtype="float64"`` reports
+        that of its coefficients (116057.123 against 116057.123 there). After very long solves the drift
+        also moves the stop: 300 centred points, linear gram, C=1e6, stopped after 261 million steps with
+        coefficients whose objective is 1.9% below the optimum and a reported one 7.1% above it (float64
+        values: the optimum, 57,990,123.5, after 833 million steps). Use float64 values at such C. The batched decomposition and "alfpgm" recompute it with float64 values
         where affordable (see ``gram_dtype``).
     fit_status_ : int
         0 when every binary problem converged, 1 otherwise.
