@@ -145,7 +145,7 @@ OPTIONS = ("n_pairs", "mu", "inner_tol", "delta_alpha", "min_alpha_opt", "max_al
 #: (full size, CPU), of the process CPU time relative to the fastest p of that data set (see
 #: :func:`solve_alfpgm`).
 DEFAULT_N_PAIRS = 200
-#: With ``n_pairs=None``, ``p`` is halved (down to ``min(32, p)`` of the start) when a round's FPGM loops
+#: With ``n_pairs=None``, ``p`` is halved (down to ``min(32, p_start)``) when a round's FPGM loops
 #: take more than this many steps (see :func:`solve_alfpgm`, ``n_pairs``).
 ROUND_STEPS_MAX = 2000
 MAX_PAIRS = 512  # 2 p <= 1024 variables: one CUDA thread block solves the subproblem
