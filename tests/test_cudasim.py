@@ -189,3 +189,47 @@ def test_device_sorts_are_stable_as_cupys():
     np.testing.assert_array_equal(cudasim.asnumpy(a.argsort()), stable)
     with pytest.raises(ValueError, match="only takes kind=None or 'stable'"):
         cudasim._stable_argsort(a, kind="quicksort")
+
+
+def test_stand_in_cupy_has_only_cupy14_names():
+    # the stand-in forwards to NumPy, so a NumPy-only function would pass here and fail on a GPU
+    cp = cudasim._make_modules()["cupy"]
+    a = cp.asarray(np.arange(6.0))
+    assert float(cp.sum(a)) == 15.0 and cp.float64 is np.float64 and cp.inf == np.inf
+    for name in ("nanpercentile", "vecdot", "logspace_like", "linalg_norm"):  # NumPy has the first two
+        with pytest.raises(AttributeError, match=rf"cudasim: cupy has no attribute {name} \(not in CuPy 14's API\)"):
+            getattr(cp, name)
+    assert not hasattr(cp, "__path__")  # not NumPy's: the stand-in is no package
+    assert {"argpartition", "count_nonzero", "bincount", "asnumpy", "RawModule"} <= cudasim.TOP_LEVEL
+
+
+def test_stand_in_cupy_refuses_numpy_only_keywords():
+    cp = cudasim._make_modules()["cupy"]
+    a = cp.asarray(np.array([3.0, 1.0, 2.0]))
+    assert float(cp.max(a, axis=0)) == 3.0 and float(cp.maximum(a, 2.0, out=a)[1]) == 2.0
+    with pytest.raises(TypeError, match="cupy.max\\(\\) got the keyword argument 'initial'"):
+        cp.max(a, initial=0.0)
+    with pytest.raises(TypeError, match="cupy.sum\\(\\) got the keyword argument 'where'"):
+        cp.sum(a, where=a > 1)
+    with pytest.raises(TypeError, match="cupy.exp\\(\\) got the keyword argument 'where'"):
+        cp.exp(a, where=a > 1)  # CuPy ufuncs take out, dtype and casting only
+    with pytest.raises(TypeError, match="cupy.isin\\(\\) got the keyword argument 'kind'"):
+        cp.isin(a, a, kind="table")
+    with pytest.raises(TypeError, match="cupy.ndarray.max\\(\\) got the keyword argument 'initial'"):
+        a.max(initial=0.0)
+    with pytest.raises(TypeError, match="cupy.ndarray.sum\\(\\) got the keyword argument 'where'"):
+        a.sum(where=a > 1)
+    assert float(a.sum(axis=0, dtype=np.float64)) == 7.0
+    with pytest.raises(AttributeError, match="cupy.ndarray has no attribute resize"):
+        a.resize(4)
+
+
+def test_numpy_functions_on_device_arrays_go_through_cupy14():
+    # CuPy's __array_function__ hands numpy.X(cupy array) to cupy.X with the same keywords
+    cp = cudasim._make_modules()["cupy"]
+    a = cp.asarray(np.array([3.0, 1.0, 2.0]))
+    assert float(np.max(a)) == 3.0 and type(np.sort(a)) is cudasim.ndarray
+    with pytest.raises(TypeError, match="cupy.max \\(as numpy.max\\)\\(\\) got the keyword argument 'initial'"):
+        np.max(a, initial=0.0)
+    with pytest.raises(TypeError, match="CuPy 14 has no cupy.nanpercentile"):
+        np.nanpercentile(a, 50)

@@ -14,6 +14,10 @@ What it checks that plain NumPy tests cannot:
 * every launch's arguments against the kernel's C++ signature: an ``int`` passed where the kernel takes
   ``long long``, a float64 array where it reads ``float``, a host (NumPy) array, a missing argument;
 * mixing host and device arrays in array math (``cupy_array + numpy_array``), which CuPy refuses;
+* CuPy 14's API: the stand-in ``cupy`` has only the top-level names real CuPy 14 has, its functions, ufuncs
+  and array methods only the keyword arguments CuPy 14 accepts (``cupy14_api``, generated from CuPy 14.2.0's
+  sources); a NumPy-only name (``cupy.some_numpy_function``) or keyword (``where=``, ``initial=``,
+  ``equal_nan=``) raises here as on a GPU, where plain forwarding to NumPy would have passed;
 * barriers that not every thread reaches, threads that leave while others wait at ``__syncthreads``,
   dynamic shared memory read before it is written (filled with NaN bytes), dynamic shared memory over
   48 KB without the opt-in attribute.
@@ -38,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as _sp
+
+from .cupy14_api import FUNCTION_KWARGS, MATMUL_KWARGS, NDARRAY, NDARRAY_KWARGS, TOP_LEVEL, UFUNC_KWARGS
 
 HEADER = Path(__file__).with_name("cudasim.h")
 DEVICE_NAME = "cudasim (CPU emulation, not a GPU)"
@@ -107,6 +113,14 @@ class ndarray(np.ndarray):
 
     def __array_function__(self, func, types_, args, kwargs):
         _refuse_mixing(args, f"numpy.{func.__name__}")
+        if func.__module__ == "numpy":
+            # CuPy's __array_function__ hands numpy.X(device array) to cupy.X, or NumPy raises TypeError
+            if func.__name__ not in TOP_LEVEL:
+                raise TypeError(f"cudasim: numpy.{func.__name__} of a CuPy array: CuPy 14 has no cupy."
+                                f"{func.__name__} to hand it to (NumPy raises TypeError)")
+            if func.__name__ in FUNCTION_KWARGS:
+                _check_kwargs(f"cupy.{func.__name__} (as numpy.{func.__name__})", kwargs,
+                              FUNCTION_KWARGS[func.__name__])
         _refuse_mixing(tuple(kwargs.values()), f"numpy.{func.__name__}")
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
@@ -120,8 +134,50 @@ class ndarray(np.ndarray):
         _check_kind(kind, "sort")
         self.view(np.ndarray).sort(axis=axis, kind="stable")
 
+    def get_pointer(self):  # CuPy's; used by the emulator's kernel launches instead of NumPy's ctypes
+        return self.view(np.ndarray).ctypes.data
+
 
 ndarray.__module__ = "cupy"
+
+
+def _check_kwargs(what, kwargs, accepted):
+    bad = [k for k in kwargs if k not in accepted]
+    if bad:
+        raise TypeError(f"cudasim: {what}() got the keyword argument {bad[0]!r}, which CuPy 14 does not take "
+                        f"(it takes {', '.join(accepted) or 'none'})")
+
+
+def _refused_attr(name):
+    def get(self):
+        raise AttributeError(f"cudasim: cupy.ndarray has no attribute {name} (not in CuPy 14's API)")
+    return property(get)
+
+
+def _checked_method(name, accepted):
+    base = getattr(np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        _check_kwargs(f"cupy.ndarray.{name}", kwargs, accepted)
+        return base(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _model_ndarray_api():
+    """Give the device array CuPy 14's attribute set: NumPy-only attributes raise AttributeError, and the
+    methods CuPy defines take only the keywords CuPy's take."""
+    for name in dir(np.ndarray):
+        if name.startswith("_") or name in NDARRAY or name in ndarray.__dict__:
+            continue
+        setattr(ndarray, name, _refused_attr(name))
+    for name, accepted in NDARRAY_KWARGS.items():
+        if accepted is None or name in ndarray.__dict__ or not callable(getattr(np.ndarray, name, None)):
+            continue
+        setattr(ndarray, name, _checked_method(name, accepted))
+
+
+_model_ndarray_api()
 
 
 def _check_kind(kind, what):
@@ -364,7 +420,7 @@ class RawKernel:
             got = _CODES.get(a.dtype)
             if got != want:
                 raise TypeError(f"{where}: the kernel reads {_code_name(code)} but the array is {a.dtype}")
-            return ctypes.c_void_p(a.ctypes.data), a
+            return ctypes.c_void_p(a.get_pointer()), a
         if isinstance(a, ndarray) or isinstance(a, np.ndarray):
             raise TypeError(f"{where}: the kernel takes the scalar {_code_name(code)}, got an array")
         if isinstance(a, (bool, np.bool_)):
@@ -502,16 +558,29 @@ def _make_modules():
     cupy.get_default_pinned_memory_pool = lambda: _POOL
 
     def _getattr(name):
-        obj = getattr(np, name)
+        if name not in TOP_LEVEL:
+            if name.startswith("__"):
+                raise AttributeError(f"module 'cupy' has no attribute {name!r}")
+            raise AttributeError(f"cudasim: cupy has no attribute {name} (not in CuPy 14's API)")
+        obj = getattr(np, name, None)
+        if obj is None:
+            raise AttributeError(f"cudasim: cupy.{name} is in CuPy 14's API but not modelled by cudasim")
         if callable(obj) and not isinstance(obj, type):
+            accepted = (MATMUL_KWARGS if name == "matmul" else UFUNC_KWARGS if isinstance(obj, np.ufunc)
+                        else FUNCTION_KWARGS.get(name))
+
             def fn(*args, **kwargs):
                 _refuse_mixing(args, f"cupy.{name}")
+                if accepted is not None:
+                    _check_kwargs(f"cupy.{name}", kwargs, accepted)
                 return _wrap(obj(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
             fn.__name__ = name
             return fn
         return obj
 
     cupy.__getattr__ = _getattr
+    extra = [n for n, v in vars(cupy).items() if not n.startswith("__") and n not in TOP_LEVEL]
+    assert not extra, f"cudasim: the stand-in cupy sets names CuPy 14 lacks: {extra}"
     cuda = types.ModuleType("cupy.cuda")
     runtime = types.ModuleType("cupy.cuda.runtime")
     memory = types.ModuleType("cupy.cuda.memory")
