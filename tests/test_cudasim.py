@@ -224,6 +224,15 @@ def test_stand_in_cupy_refuses_numpy_only_keywords():
         a.resize(4)
 
 
+def test_stand_in_cupy_joins_only_device_arrays():
+    cp = cudasim._make_modules()["cupy"]
+    a = cp.asarray(np.array([3.0, 1.0]))
+    assert cp.concatenate([a, a]).shape == (4,) and cp.stack([a[0], a[1]]).shape == (2,)
+    for join, parts in (("concatenate", [a, [1.0]]), ("stack", [a[0], 2.0]), ("vstack", [a, (1.0, 2.0)])):
+        with pytest.raises(TypeError, match=f"cupy.{join} of something other than CuPy arrays"):
+            getattr(cp, join)(parts)
+
+
 def test_numpy_functions_on_device_arrays_go_through_cupy14():
     # CuPy's __array_function__ hands numpy.X(cupy array) to cupy.X with the same keywords
     cp = cudasim._make_modules()["cupy"]

@@ -544,6 +544,12 @@ class _Pool:
 _POOL = _Pool()
 
 
+# CuPy's joins take only CuPy arrays (_core/_routines_manipulation.pyx, concatenate_method; stack and the
+# others go through it), where NumPy converts lists and scalars. NumPy scalars pass: the stand-in's reductions
+# and scalar indexing give them where CuPy gives 0-d device arrays
+_JOINS = frozenset({"concatenate", "stack", "hstack", "vstack", "column_stack", "dstack", "concat"})
+
+
 def _make_modules():
     cupy = types.ModuleType("cupy")
     cupy.__doc__ = __doc__
@@ -573,6 +579,9 @@ def _make_modules():
                 _refuse_mixing(args, f"cupy.{name}")
                 if accepted is not None:
                     _check_kwargs(f"cupy.{name}", kwargs, accepted)
+                if name in _JOINS and args and not all(isinstance(a, (ndarray, np.generic)) for a in args[0]):
+                    raise TypeError(f"cudasim: cupy.{name} of something other than CuPy arrays (a list, a Python "
+                                    "scalar); CuPy raises 'Only cupy arrays can be concatenated'")
                 return _wrap(obj(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
             fn.__name__ = name
             return fn
