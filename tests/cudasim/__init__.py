@@ -554,7 +554,7 @@ def _make_modules():
     cupy = types.ModuleType("cupy")
     cupy.__doc__ = __doc__
     cupy.__cudasim__ = True
-    cupy.__version__ = "13.0.0+cudasim"
+    cupy.__version__ = "14.2.0+cudasim"  # the API modelled (cupy14_api)
     for name in ("ndarray", "asarray", "array", "ascontiguousarray", "asnumpy", "get_array_module",
                  "RawKernel", "RawModule"):
         setattr(cupy, name, globals()[name])
