@@ -122,36 +122,65 @@ _VAR_LEAF = 2**16  # elements of one squared-deviation block of _host_var (512 K
 
 
 def _host_var(X):
-    """``X.var(dtype=float64)`` of contiguous host X to the bit, without its temporary ``X - X.mean()``
-    (X's size in float64: twice float32 X's): NumPy sums the squared deviations of all entries by its
-    pairwise summation, which splits a run of n > 128 values at n // 2 rounded down to a multiple of 8;
-    the same splits are made here down to blocks of ``_VAR_LEAF`` entries, each block's deviations
-    formed in a small buffer and summed by NumPy itself. None for a non-contiguous X (use ``X.var``)."""
+    """``X.var(dtype=float64)`` of contiguous host X, C-ordered, to the bit, without its temporary
+    ``X - X.mean()`` (X's size in float64: twice float32 X's): NumPy sums the squared deviations of all
+    entries by its pairwise summation, which splits a run of n > 128 values at n // 2 rounded down to a
+    multiple of 8; the same splits are made here down to blocks of ``_VAR_LEAF`` entries, each block's
+    deviations formed in a small buffer and summed by NumPy itself. None for a non-contiguous X (use
+    ``X.var``).
+
+    An F-ordered X is summed in C order too, block by block (a few rows copied at a time): NumPy's
+    ``X.var()`` walks it in memory order, whose rounding differs (a 144 x 18 integer X: one ulp), so the
+    same data as a C array, an F array or a data frame (``np.asarray`` of which is often F-ordered) gave
+    gamma="scale" values an ulp apart, and different models (BudgetSVC's merges: decision values 5e-3
+    apart); scikit-learn's SVC computes ``X.var()`` on X converted to C order."""
     import numpy as np
 
     if X.flags.c_contiguous:
         flat = X.reshape(-1)
+
+        def block(lo, hi):
+            return flat[lo:hi]
     elif X.flags.f_contiguous:
-        flat = X.T.reshape(-1)  # the order NumPy's reduction walks an F-ordered X in
+        d = X.shape[1]
+
+        def block(lo, hi):  # entries lo..hi of X in C order: rows lo // d .. (hi - 1) // d copied
+            r0 = lo // d
+            return np.ascontiguousarray(X[r0:(hi - 1) // d + 1]).reshape(-1)[lo - r0 * d:hi - r0 * d]
     else:
         return None
-    n = flat.shape[0]
+    n = X.size
     if n == 0:
         return None
-    mean = np.add.reduce(X, axis=None, dtype=np.float64, keepdims=True)  # np.var's own mean, to the bit
-    mean = np.true_divide(mean, n, out=mean, casting="unsafe").reshape(())
 
-    def sq_dev_sum(a):
-        m = a.shape[0]
-        if m <= _VAR_LEAF:
-            buf = np.subtract(a, mean, dtype=np.float64)
-            np.multiply(buf, buf, out=buf)
-            return np.add.reduce(buf)
-        h = m // 2
-        h -= h % 8
-        return sq_dev_sum(a[:h]) + sq_dev_sum(a[h:])
+    if X.flags.c_contiguous:
+        total = np.add.reduce(X, axis=None, dtype=np.float64, keepdims=True)  # np.var's own mean, to the bit
+    elif X.dtype == np.float64:  # what np.add.reduce does on the C-ordered X: one pairwise sum
+        total = np.asarray(_pairwise(0, n, lambda lo, hi: np.add.reduce(block(lo, hi)))).reshape(1, 1)
+    else:  # float32 summed in float64: NumPy casts buffers of np.getbufsize() values and adds their sums
+        step = np.getbufsize()
+        total = np.zeros((1, 1))
+        for lo in range(0, n, step):
+            total += np.add.reduce(block(lo, min(lo + step, n)), dtype=np.float64)
+    mean = np.true_divide(total, n, out=total, casting="unsafe").reshape(())
 
-    return float(sq_dev_sum(flat) / n)
+    def sq_dev(lo, hi):
+        buf = np.subtract(block(lo, hi), mean, dtype=np.float64)
+        np.multiply(buf, buf, out=buf)
+        return np.add.reduce(buf)
+
+    return float(_pairwise(0, n, sq_dev) / n)
+
+
+def _pairwise(lo, hi, leaf_sum):
+    """NumPy's pairwise sum of entries ``lo..hi`` (its splits at half the run, rounded down to a multiple
+    of 8), down to runs of ``_VAR_LEAF`` entries, which ``leaf_sum(lo, hi)`` sums."""
+    m = hi - lo
+    if m <= _VAR_LEAF:
+        return leaf_sum(lo, hi)
+    h = m // 2
+    h -= h % 8
+    return _pairwise(lo, lo + h, leaf_sum) + _pairwise(lo + h, hi, leaf_sum)
 
 
 def resolve_gamma(gamma, X_var: float, n_features: int) -> float:

@@ -323,11 +323,44 @@ def test_feature_variance_of_dense_host_x_without_a_temporary_of_its_size():
     X = rng.normal(size=(5000, 200)) * 3.0 + 7.3  # 8 MB
     for Z in (X, np.asfortranarray(X[:700, :50]), X[:900].astype(np.float32), X[:3, :5], X[:, :1] * 1e5,
               X.reshape(-1)[:200_009].reshape(-1, 1)):  # (blocks split unevenly)
-        assert feature_variance(cpu, Z) == float(Z.var(dtype=np.float64))
+        # (C order: F-ordered X as scikit-learn, which converts X to C order before X.var())
+        assert feature_variance(cpu, Z) == float(np.ascontiguousarray(Z).var(dtype=np.float64))
     var, peak = traced_peak(lambda: feature_variance(cpu, X))
     assert peak < 0.1 * X.nbytes, f"peak {peak / X.nbytes:.2f}x X's size"
     strided = X[:, ::2]  # neither C- nor F-contiguous: X.var itself
     assert feature_variance(cpu, strided) == float(strided.var(dtype=np.float64))
+
+
+def test_feature_variance_does_not_depend_on_the_memory_order_of_x():
+    """gamma="scale" of F-ordered X (and of a data frame, which np.asarray often gives F-ordered) was
+    NumPy's X.var() in memory order, an ulp away from the C-ordered X's in about a quarter of random
+    problems, so the same data gave different models (BudgetSVC: decision values 5e-3 apart, after its
+    merges amplified the ulp). It is now the C-ordered X.var(), as scikit-learn's SVC computes it."""
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from gpusvm import BudgetSVC, get_backend
+    from gpusvm._gram import feature_variance
+
+    cpu = get_backend("cpu")
+    rng = np.random.default_rng(9)
+    n, d, k = (int(v) for v in (rng.integers(30, 301), rng.integers(1, 21), rng.integers(2, 5)))
+    X = rng.integers(-3, 4, size=(n, d)).astype(np.float64)  # (the fuzzer's case: 144 x 18, 4 classes)
+    y = rng.integers(0, k, n)
+    y[:k] = np.arange(k)
+    assert feature_variance(cpu, np.asfortranarray(X)) == feature_variance(cpu, X) == float(X.var())
+    for dtype in (np.float64, np.float32):
+        for shape in ((3000, 70), (70_001, 3), (5, 40_000)):  # (several blocks, rows across block edges)
+            Z = rng.normal(size=shape).astype(dtype) * 3.0 + 7.3
+            want = float(Z.var(dtype=np.float64))
+            assert feature_variance(cpu, np.asfortranarray(Z)) == feature_variance(cpu, Z) == want
+    kw = dict(budget=20, random_state=0, device="cpu")
+    ref = BudgetSVC(**kw).fit(X, y)
+    for Z in (np.asfortranarray(X), pd.DataFrame(X), pd.DataFrame(X, columns=[f"f{j}" for j in range(d)])):
+        m = BudgetSVC(**kw).fit(Z, y)
+        np.testing.assert_array_equal(m.dual_coef_, ref.dual_coef_)
+        np.testing.assert_array_equal(m.support_vectors_, ref.support_vectors_)
+    assert feature_variance(cpu, sp.csr_matrix(X)) == pytest.approx(float(X.var()), rel=1e-14)
 
 
 @pytest.mark.parametrize("kind", ["rbf", "linear", "sigmoid", "poly"])
