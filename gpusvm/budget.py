@@ -66,6 +66,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         Only the Gaussian (RBF) gram: merging support vectors needs it. Any other value raises.
     gamma : {"scale", "auto"} or float, default="scale"
         k(x, z) = exp(-gamma ||x - z||^2); "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features.
+        For sparse X, ``X.var()`` is computed as scikit-learn does (mean of squares minus squared mean),
+        which can differ from the dense value in the last bit; SGD with merging amplifies such a
+        difference (decision values up to 1.5 apart on small random problems), so the same data as CSR and
+        as a dense array give the same model only with a float ``gamma``.
     budget : int, default=500
         Most support vectors per binary problem; must be >= ``n_merge``. A budget above the number of
         SGD steps (``epochs`` x n_samples; each adds at most one) is never reached, and memory is sized
