@@ -134,6 +134,13 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
         raise ValueError(f"{name!r}{where} must be numeric, got dtype {X.dtype}.")
     target = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
     X = be.asarray(X, dtype=target)
+    if be.is_gpu and not be.issparse(X) and not X.flags.c_contiguous:
+        # one C-ordered copy on the device (the CUDA ops index rows, and copied F-ordered X each call).
+        # X.var() of gamma="scale" reduces in memory order (NumPy does, so the emulator did; CuPy's
+        # reduction merges contiguous axes, not checked on a GPU), so F-ordered X (or a data frame, often
+        # F-ordered) got a gamma an ulp away from the same C-ordered X's and so a different model; the
+        # CPU sums in C order instead (_gram._host_var), without the copy
+        X = be.xp.ascontiguousarray(X)
     if be.issparse(X) and not getattr(X, "has_canonical_format", False):
         # sorted indices without duplicates (the compiled loops scatter rows into a dense buffer, so a
         # repeated column would count once); on a copy, never on the caller's matrix. Before the checks

@@ -401,3 +401,26 @@ def test_sample_gram_cpu_equals_the_gram_op(kind, dtype):
     want = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=np.float64)
     np.testing.assert_array_equal(sample_gram_cpu(be, S, spec, sq), want)
     np.testing.assert_array_equal(sample_gram_cpu(be, S, spec, sq, upper_only=True), want[upper_indices(64)])
+
+
+def test_gpu_puts_f_ordered_x_in_c_order_so_gamma_scale_is_the_c_ordered_ones(gpu_backend):
+    """On the GPU, X.var() (gamma="scale") of an F-ordered X summed in memory order, an ulp away from
+    the C-ordered X's (the CPU test above: 144 x 18); check_X now makes one C-ordered device copy."""
+    from gpusvm import SVC
+    from gpusvm._gram import feature_variance
+    from gpusvm._validation import check_X
+
+    rng = np.random.default_rng(9)
+    n, d = (int(v) for v in (rng.integers(30, 301), rng.integers(1, 21)))
+    X = rng.integers(-3, 4, size=(n, d)).astype(np.float64)
+    XF = check_X(np.asfortranarray(X), gpu_backend)
+    assert XF.flags.c_contiguous
+    assert feature_variance(gpu_backend, XF) == feature_variance(gpu_backend, check_X(X, gpu_backend))
+    assert feature_variance(gpu_backend, check_X(gpu_backend.xp.asfortranarray(gpu_backend.asarray(X)),
+                                                 gpu_backend)) == feature_variance(gpu_backend, XF)
+    y = (X[:, 0] + X[:, -1] > 0).astype(int)
+    y[:2] = (0, 1)
+    ref = SVC(device="gpu").fit(X, y)
+    m = SVC(device="gpu").fit(np.asfortranarray(X), y)
+    assert m._gamma == ref._gamma
+    np.testing.assert_array_equal(gpu_backend.to_host(m.dual_coef_), gpu_backend.to_host(ref.dual_coef_))
