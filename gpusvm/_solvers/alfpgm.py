@@ -293,7 +293,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         number of decompositions falls roughly as 1/p (a9a: 21,253 at p = 8, 714 at p = 200). Below
         6,400 rows the default is ``max(16, n // 32)`` instead (one observation: 2,000 rows of a9a took
         ~25 s at p = 200 and ~1 s at p = 64; scikit-learn's breast_cancer and digits 3 against 8, 569 and
-        357 rows, took 0.05 s at p = 16 and 0.07-0.10 s at p = 8). The paper found 50 to 100 best; not yet measured on the GPU.
+        357 rows, took 0.05 s at p = 16 and 0.07-0.10 s at p = 8). The paper found 50 to 100 best; not
+        yet measured on the GPU.
         With None, ``p`` also adapts (not in the paper): a round whose FPGM loops take more than
         :data:`ROUND_STEPS_MAX` (2,000) steps halves it, down to ``min(32, start)``. Ill-conditioned
         subproblems need ever more FPGM steps as the working set grows: on chess-boards (5,000 points,
