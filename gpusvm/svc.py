@@ -306,8 +306,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         that of its coefficients (116057.123 against 116057.123 there). After very long solves the drift
         also moves the stop: 300 centred points, linear gram, C=1e6, stopped after 261 million steps with
         coefficients whose objective is 1.9% below the optimum and a reported one 7.1% above it (float64
-        values: the optimum, 57,990,123.5, after 833 million steps). Use float64 values at such C. The batched decomposition and "alfpgm" recompute it with float64 values
-        where affordable (see ``gram_dtype``).
+        values: the optimum, 57,990,123.5, after 833 million steps). Use float64 values at such C. The
+        batched decomposition and "alfpgm" recompute it with float64 values where affordable (see
+        ``gram_dtype``).
     fit_status_ : int
         0 when every binary problem converged, 1 otherwise.
     n_distinct_ : int or None
