@@ -154,14 +154,15 @@ def test_alfpgm_polish_curvature_from_the_stored_rows(monkeypatch):
     after 300 rounds (18 with the stored rows' diagonal). Those float32 values do not describe the problem:
     the float64 gradient at the float32 stop has a gap of 2,105, and float64 rows go on from there (ALFPGM
     then needs about 1,500 more rounds on this ill-conditioned problem, 2,300 from a cold float64 start),
-    so only the float32 phase is checked here, within max_iter = 30."""
+    so only the float32 phase is checked here, within max_iter = 120 (it took fewer than 30 rounds on one
+    2-core AMD EPYC, 61 on a Zen 4 one, whose BLAS rounds the float32 rows differently; gap 1,646 there)."""
     from gpusvm._solvers import alfpgm
 
     monkeypatch.setattr(alfpgm, "resolve_gram_dtype", lambda *a, **k: "float32")
     X, y = _blobs(1000.0, n=80)
     res = alfpgm.solve_alfpgm(CPU, X, np.where(y == 1, 1.0, -1.0), GramSpec("poly", gamma=1e-3, degree=3),
-                              np.ones(80), tol=1e-3, max_iter=30, cache_bytes=2**24)
-    assert res.info["certified"] and res.info["float64_polish"] and res.info["float32_rounds"] < 30
+                              np.ones(80), tol=1e-3, max_iter=120, cache_bytes=2**24)
+    assert res.info["certified"] and res.info["float64_polish"] and res.info["float32_rounds"] < 120
     assert res.info["float32_stop_gap"] > 1.0 and res.info["gram_dtype"] == "float64"
 
 

@@ -658,27 +658,39 @@ def test_float32_rows_that_overflow_are_stored_as_float64(params):
         np.testing.assert_allclose(got.decision_function(X * scale), ref, atol=1e-6)
 
 
-def test_float32_solve_is_certified_by_the_float64_gradient(backend):
+@pytest.mark.parametrize("offset", [0.0, 1e-2], ids=["copy", "near-copy"])
+def test_float32_solve_is_certified_by_the_float64_gradient(backend, offset):
     """A point and its copy with the other label at C = 1e10: the float32 rows' rounding (1e-7) times C moved
     the running gradient by hundreds, and the float32 solve stopped 'converged' with a KKT gap of 447 on the
     true Gram values and an intercept of 13.9 (LIBSVM: -0.213), without a warning. The stop is now checked
-    on the gradient recomputed with float64 values, and float64 rows finish the solve where it is open."""
+    on the gradient recomputed with float64 values, and float64 rows finish the solve where it is open.
+
+    An exact copy drifts only where the float32 values of K(x_i, x) and K(x_i, copy) round differently:
+    they did on one 2-core AMD EPYC (gap 447, the polish ran) and not on a Zen 4 one (float32 stop gap
+    9.3e-4, no polish needed). A copy moved by 1e-2 makes the two values truly differ, and their rounding
+    (alphas ~1e5) opens the float32 stop's gap on any machine: there the polish must run."""
     from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 3))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=100) > 0, 1.0, -1.0)
-    X, y = np.vstack([X, X[:1]]), np.append(y, -y[0])
+    X, y = np.vstack([X, X[:1] + offset]), np.append(y, -y[0])
     spec, n = GramSpec("rbf", 0.5), 101
     Xb, yb, Cb = backend.asarray(X), backend.asarray(y), backend.asarray(np.full(n, 1e10))
     runs = {dt: solve_batched(backend, Xb, yb, spec, Cb, tol=1e-3, max_iter=-1, cache_bytes=2**20, gram_dtype=dt)
             for dt in ("float32", "float64")}
     res = runs["float32"]
-    assert res.converged and res.info["certified"] and res.info["float64_polish"]
+    assert res.converged and res.info["certified"]
+    assert res.info["float64_polish"] == (res.info["float32_stop_gap"] > 1e-3)
     G64 = gradient_from_alpha(backend, Xb, yb, res.alpha, spec, dtype=backend.xp.float64)
     assert kkt_gap(backend, yb, res.alpha, G64, Cb) <= 1e-3
-    assert res.b == pytest.approx(runs["float64"].b, abs=5e-3)
-    assert res.b == pytest.approx(_sk_fit(X, y, spec, 1e10)[0].intercept_[0], abs=5e-3)
+    if offset:
+        assert res.info["float64_polish"]  # (float32 stop gap 2.1e-2 on the Zen 4 machine)
+        # (sklearn's objective is ~1e-5 off here: alphas ~1e5 on a Gram matrix this ill-conditioned)
+        assert res.objective == pytest.approx(runs["float64"].objective, rel=1e-6)
+    else:
+        assert res.b == pytest.approx(runs["float64"].b, abs=5e-3)
+        assert res.b == pytest.approx(_sk_fit(X, y, spec, 1e10)[0].intercept_[0], abs=5e-3)
 
 
 @pytest.mark.parametrize("solver", ["batched", "alfpgm"])
