@@ -446,6 +446,20 @@ def test_bad_input_messages():
         DCSVC(n_levels=1).fit(X, np.ones(50))
 
 
+
+def test_bad_solver_option_values_are_value_errors_whether_or_not_a_level_is_solved():
+    """A bad solver_options value is checked by the solver when it runs: the first level's subproblem wrapped
+    its ValueError in a RuntimeError, while data small enough to skip every level got the top solve's
+    ValueError itself."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(n_levels=1, n_clusters_per_level=2, device="cpu", random_state=0,
+              solver_options={"gram_dtype": "float16"})
+    for levels in (dict(min_cluster_size=0), dict()):  # level 1 solved / skipped
+        with pytest.raises(ValueError, match="'gram_dtype' parameter must be one of"):
+            DCSVC(**kw, **levels).fit(X, y)
+
 def test_single_class_clusters_and_convergence_warning():
     from sklearn.exceptions import ConvergenceWarning
 

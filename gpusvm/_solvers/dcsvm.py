@@ -280,6 +280,14 @@ def solve_subproblem_task(task):
     return out
 
 
+def _subproblem_error(exc):
+    """The type of the error that names the level and cluster of a subproblem that raised ``exc`` in this
+    process: a ValueError stays one (a bad ``solver_options`` value, which the solver checks only when it
+    runs: the top solve raises that ValueError itself when every level is skipped, so small and large data
+    gave different types), anything else is a RuntimeError."""
+    return ValueError if isinstance(exc, ValueError) else RuntimeError
+
+
 def _task_result(be, out, size, level, c):
     """The result of cluster ``c``'s :func:`solve_subproblem_task` as an executor returned it, on ``be``.
     Anything else (not a dict with its keys, or an alpha that is not ``size`` finite values: an executor
@@ -540,8 +548,9 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
             except Exception as exc:
                 if is_device_oom(exc):  # DCSVC.fit turns it into a MemoryError that says what to lower
                     raise
-                raise RuntimeError(f"DC-SVM's batched subproblems failed at level {level} ({len(take)} clusters of "
-                                   f"up to {max(sizes[c] for c in take)} points): {exc!r}") from exc
+                largest = max(sizes[c] for c in take)
+                raise _subproblem_error(exc)(f"DC-SVM's batched subproblems failed at level {level} ({len(take)} "
+                                             f"clusters of up to {largest} points): {exc!r}") from exc
             for c, r in done.items():
                 results[c] = r
             n_batched = len(take)
@@ -555,8 +564,8 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
                 return _solve_one(be, Xc, y[ic], C[ic], alpha[ic], spec, solver, tol, max_iter, cache_bytes,
                                   options, random_state, rows_c)
             except Exception as exc:
-                raise RuntimeError(f"DC-SVM subproblem failed at level {level}, cluster {c} "
-                                   f"({starts[c + 1] - starts[c]} points): {exc!r}") from exc
+                raise _subproblem_error(exc)(f"DC-SVM subproblem failed at level {level}, cluster {c} "
+                                             f"({starts[c + 1] - starts[c]} points): {exc!r}") from exc
 
         todo = [c for c in range(k) if starts[c + 1] > starts[c] and results[c] is None]
         # largest clusters first, so that threads do not end on one big subproblem
