@@ -353,6 +353,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_scalar(self.batch_max_size, "batch_max_size", own, kind="int", low=2)
         check_deduplicate(self.deduplicate, "DCSVC")
         check_n_jobs(self.n_jobs, "DCSVC")
+        # a bool is an int here, as in LinearSVC (True: 1); anything else used to reach int() in the first solve
+        check_scalar(int(self.verbose) if isinstance(self.verbose, (bool, np.bool_)) else self.verbose, "verbose", own,
+                     kind="int", low=0)
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of DCSVC must be a str. Got {self.solver!r} instead.")
         _, opts = get_binary_solver(self.solver)

@@ -460,6 +460,18 @@ def test_bad_solver_option_values_are_value_errors_whether_or_not_a_level_is_sol
         with pytest.raises(ValueError, match="'gram_dtype' parameter must be one of"):
             DCSVC(**kw, **levels).fit(X, y)
 
+
+def test_bad_verbose_is_a_value_error_naming_it():
+    """verbose was not validated: it reached int() in the first solve (a ValueError that did not name it,
+    a TypeError for None, and 1.5 passed as 1); checked as LinearSVC checks it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    for verbose in ("x", None, 1.5, -1):
+        with pytest.raises(ValueError, match="'verbose' parameter of DCSVC must be an int in the range"):
+            DCSVC(n_levels=1, verbose=verbose, device="cpu").fit(X, y)
+    DCSVC(n_levels=1, verbose=False, device="cpu").fit(X, y)  # a bool is an int, as in LinearSVC
+
 def test_single_class_clusters_and_convergence_warning():
     from sklearn.exceptions import ConvergenceWarning
 
