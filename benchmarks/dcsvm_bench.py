@@ -207,6 +207,8 @@ def _skip_text(level):
         return ""
     if level.get("skip_reason") == "large":
         return f" (skipped by refine='auto': {level['n_points']} support vectors)"
+    if level.get("skip_reason") in ("no_sv", "all_sv", "one_class"):
+        return f" (refine skipped: {level['skip_reason']}, {level['n_points']} support vectors)"
     if level.get("skip_reason") == "small":
         return " (skipped: clusters below min_cluster_size on average)"
     if level.get("skip_reason") == "sv_share":

@@ -114,7 +114,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         steps with it, 54.1k without), whole fit 15.3 / 19.0 s with it against 10.7 / 12.2 s without
         (after the SMO warm-start cache fix of 4be7d82: 9.5 / 12.5 s against 8.7 / 10.0 s);
         on ijcnn1 (5.6%) it costs 0.2 s and saves the top 2k steps and 0.5-1.0 s (skin_nonskin: 5%,
-        0.1 s). A skipped refine is recorded in ``levels_`` with ``skipped=True``.
+        0.1 s). A skipped refine is recorded in ``levels_`` with ``skipped=True`` and a ``skip_reason``:
+        "large" (the "auto" rule), "no_sv" (no support vectors below the top, e.g. every level skipped)
+        or "all_sv" (every point is one: the refine problem would be the top one).
     min_cluster_size : int, default=1000
         A level below the top (or below ``early_stop_level``, which is always solved) whose clusters
         would hold fewer than this many points on average (``n < min_cluster_size * k**l``, n the points of the class

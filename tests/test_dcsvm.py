@@ -739,6 +739,24 @@ def test_cpu_refine_and_top_run_the_pairwise_loop_even_with_many_nonzero_alphas(
         [], ["pairwise"])
 
 
+def test_every_skipped_refine_is_recorded_with_its_reason():
+    """refine=True skipped its solve without a levels_ record when there was nothing to refine (the docstring
+    promised one for every skipped refine): no support vectors below the top (every level skipped), or every
+    point a support vector (two tight blobs of balanced labels at small C: all alphas at C)."""
+    rng = np.random.default_rng(0)
+    kw = dict(refine=True, n_levels=1, n_clusters_per_level=2, max_cluster_share=1.0, device="cpu", random_state=0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 2, 200)
+    none = DCSVC(min_cluster_size=10**6, **kw).fit(X, y)
+    X2 = np.vstack([rng.normal(size=(40, 2)) * 1e-2, rng.normal(size=(40, 2)) * 1e-2 + 50.0])
+    y2 = np.tile(np.repeat([0, 1], 20), 2)
+    every = DCSVC(C=0.1, gamma=1.0, min_cluster_size=0, **kw).fit(X2, y2)
+    for est, reason, n_points in ((none, "no_sv", 0), (every, "all_sv", 80)):
+        rec = [lv for lv in est.levels_ if lv["level"] == "refine"]
+        assert len(rec) == 1 and rec[0]["skipped"] and rec[0]["skip_reason"] == reason
+        assert rec[0]["n_points"] == n_points and rec[0]["n_iter"] == 0
+    assert every.levels_[0]["n_sv"] == 80 and every.fit_status_ == 0
+
+
 def test_refine_auto_skips_a_refine_problem_of_most_of_the_points():
     """refine="auto" refines only when the support vectors below the top are at most 20% of the points."""
     X, y = make_classification(3000, 10, flip_y=0.3, random_state=2)  # noisy: most alphas nonzero

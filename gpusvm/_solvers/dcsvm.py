@@ -850,34 +850,38 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         c0 = time.process_time()
         sv = xp.nonzero(alpha > 0)[0]
         n_sv = int(sv.shape[0])
-        if n_sv > refine_max_share * n:
-            # the refine problem is a large part of the whole one: it costs about what the top solve
-            # costs and saved nothing there (see the module docstring)
+        npos = int(xp.count_nonzero(y[sv] > 0)) if 0 < n_sv < n else 0
+        # why the refine solve is skipped, if it is: "large", a refine problem that is most of the whole
+        # one (it costs about what the top solve costs and saved nothing there, see the module docstring);
+        # "no_sv", no support vectors below the top (every level skipped, or all alphas 0); "all_sv", every
+        # point one (the refine problem would be the top one); "one_class" is only a guard (alpha is
+        # feasible here, y^T alpha = 0, so its support vectors hold both classes)
+        skip = ("large" if n_sv > refine_max_share * n else "no_sv" if n_sv == 0 else "all_sv" if n_sv == n
+                else "one_class" if not 0 < npos < n_sv else None)
+        if skip is not None:
             levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv, "skipped": True,
-                           "skip_reason": "large", "time_s": time.perf_counter() - t0,
+                           "skip_reason": skip, "time_s": time.perf_counter() - t0,
                            "cpu_s": time.process_time() - c0, "n_sv": n_sv, "objective": None, "n_iter": 0,
                            "converged": True})
             if verbose:
-                print(f"[DC-SVM] refine: {n_sv} of {n} points are support vectors "
-                      f"(more than {refine_max_share:g}): skipped")
-        elif n_sv > 0 and n_sv < n:
+                print(f"[DC-SVM] refine: {n_sv} of {n} points are support vectors"
+                      + (f" (more than {refine_max_share:g})" if skip == "large" else f" ({skip})") + ": skipped")
+        else:
             ys = y[sv]
-            npos = int(xp.count_nonzero(ys > 0))
-            if 0 < npos < n_sv:
-                a_sv = repair_feasibility(be, ys, alpha[sv])
-                res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=refine_tol, max_iter=max_iter,
-                         cache_bytes=cache_bytes, alpha0=a_sv,
-                         x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
-                         **options)
-                alpha = xp.zeros(n, dtype=xp.float64)
-                alpha[sv] = res.alpha
-                all_converged &= bool(res.converged)
-                be.sync()
-                levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv,
-                               "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                               "n_sv": int(xp.count_nonzero(res.alpha > 0)),
-                               "objective": float(res.objective), "n_iter": int(res.n_iter),
-                               "converged": bool(res.converged), "solver_info": dict(res.info)})
+            a_sv = repair_feasibility(be, ys, alpha[sv])
+            res = fn(be, be.take_rows(X, sv), ys, spec, C[sv], tol=refine_tol, max_iter=max_iter,
+                     cache_bytes=cache_bytes, alpha0=a_sv,
+                     x_sqnorm=None if x_sqnorm is None else x_sqnorm[sv], random_state=random_state,
+                     **options)
+            alpha = xp.zeros(n, dtype=xp.float64)
+            alpha[sv] = res.alpha
+            all_converged &= bool(res.converged)
+            be.sync()
+            levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv,
+                           "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                           "n_sv": int(xp.count_nonzero(res.alpha > 0)),
+                           "objective": float(res.objective), "n_iter": int(res.n_iter),
+                           "converged": bool(res.converged), "solver_info": dict(res.info)})
     t0 = time.perf_counter()
     c0 = time.process_time()
     a0 = repair_feasibility(be, y, alpha)
