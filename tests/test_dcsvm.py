@@ -472,6 +472,7 @@ def test_bad_verbose_is_a_value_error_naming_it():
             DCSVC(n_levels=1, verbose=verbose, device="cpu").fit(X, y)
     DCSVC(n_levels=1, verbose=False, device="cpu").fit(X, y)  # a bool is an int, as in LinearSVC
 
+
 def test_single_class_clusters_and_convergence_warning():
     from sklearn.exceptions import ConvergenceWarning
 
