@@ -277,6 +277,32 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                         if (tid == 0) w[q] = wq;
                         g += wq;
                     }
+                    T norm = g;
+                    if (g == (T)0) {  // (the same g in every thread: a uniform branch)
+                        // every a_i k(x_i, z) underflowed: the weights relative to the largest exponent give
+                        // the same step without 0 / 0 (NaN SVs), as the CPU loop (ops/bsgd.py, _maintain)
+                        T emax = (T)0;
+                        for (int q = 0; q <= found; ++q) {
+                            const int p = q == 0 ? first : partners[q - 1];
+                            const T* xp = sv + (long long)p * d;
+                            T part = (T)0;
+                            for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
+                            const T e = -gamma * bsgd_block_sum<T>(part, red);
+                            emax = (q == 0 || e > emax) ? e : emax;
+                        }
+                        norm = (T)0;
+                        for (int q = 0; q <= found; ++q) {
+                            const int p = q == 0 ? first : partners[q - 1];
+                            const T* xp = sv + (long long)p * d;
+                            T part = (T)0;
+                            for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
+                            const T e = -gamma * bsgd_block_sum<T>(part, red);
+                            const T wq = alpha[p] * gpusvm_exp<T>(e - emax);
+                            if (tid == 0) w[q] = wq;
+                            norm += wq;
+                        }
+                        g = norm * gpusvm_exp<T>(emax);
+                    }
                     if (it == n_gd) break;
                     __syncthreads();  // w visible; all reads of z for the distances are done
                     for (int k = tid; k < d; k += nt) {
@@ -285,7 +311,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                             const int p = q == 0 ? first : partners[q - 1];
                             v += w[q] * sv[(long long)p * d + k];
                         }
-                        z[k] = v / g;
+                        z[k] = v / norm;
                     }
                     __syncthreads();
                 }

@@ -136,8 +136,12 @@ def _ref_bsgd(X, y, order, lam, gamma, budget, n_merge, merge, n_gss=10, n_gd=10
                 z = A @ P / A.sum()
                 for _ in range(n_gd):
                     w = A * np.exp(-gamma * ((P - z) ** 2).sum(1))
+                    if w.sum() == 0:  # all underflowed: the same step with weights relative to the largest
+                        e = -gamma * ((P - z) ** 2).sum(1)
+                        w = A * np.exp(e - e.max())
                     z = w @ P / w.sum()
-                az = float((A * np.exp(-gamma * ((P - z) ** 2).sum(1))).sum())
+                e = -gamma * ((P - z) ** 2).sum(1)
+                az = float((A * np.exp(e)).sum()) or float((A * np.exp(e - e.max())).sum() * np.exp(e.max()))
             sv[first], alpha[first] = z, az
             for p in sorted(partners, reverse=True):
                 sv[p], alpha[p] = sv[-1], alpha[-1]
@@ -406,6 +410,43 @@ def test_more_merging_keeps_the_budget_and_merges_less_often():
     for M, est in runs.items():
         expected = (est.n_violations_ - 40) / (M - 1)
         assert abs(est.n_merges_ - expected) <= 2
+
+
+@pytest.mark.parametrize("n_merge", [3, 4])
+def test_gradient_merge_with_a_narrow_gaussian(n_merge):
+    """merge="gradient" starts z at the alpha-weighted mean of the merged points; with a Gaussian narrow
+    against their spacing every a_i k(x_i, z) underflows there, and the fixed-point step divided 0 by 0: a
+    ZeroDivisionError on the CPU (NaN SVs in the CUDA kernel) at gamma=1000 on unit-scale data. The step
+    now takes the weights relative to the largest exponent (the same step where nothing underflows)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    for gamma in (1e3, 1e6):
+        est = BudgetSVC(gamma=gamma, budget=5, n_merge=n_merge, merge="gradient", random_state=3,
+                        device="cpu").fit(X, y)
+        assert est.n_merges_ > 0 and est.n_support_[0] <= 5
+        assert np.all(np.isfinite(est.support_vectors_)) and np.all(np.isfinite(est.dual_coef_))
+        if gamma == 1e3:
+            order = np.random.RandomState(3).permutation(60)
+            sv_r, a_r = _ref_bsgd(X, y, order, 1.0 / 60, gamma, 5, n_merge, "gradient")
+            np.testing.assert_allclose(est.support_vectors_, sv_r, rtol=1e-9, atol=1e-10)
+            np.testing.assert_allclose(est.dual_coef_[0], a_r, rtol=1e-9, atol=1e-12)
+
+
+def test_gradient_merge_with_a_narrow_gaussian_on_gpu(gpu_backend):
+    """The CUDA kernel's side of the case above: NaN support vectors (0 / 0) before, now finite, as the CPU's."""
+    import cupy as cp
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    for n_merge in (2, 3):
+        kw = dict(gamma=1e3, budget=5, n_merge=n_merge, merge="gradient", random_state=3)
+        a = BudgetSVC(device="cpu", **kw).fit(X, y)
+        b = BudgetSVC(device="gpu", **kw).fit(cp.asarray(X), cp.asarray(y))
+        assert np.all(np.isfinite(b.support_vectors_)) and np.all(np.isfinite(b.dual_coef_))
+        da, db = a.decision_function(X), cp.asnumpy(b.decision_function(cp.asarray(X)))
+        assert np.all(np.isfinite(db)) and np.mean(np.sign(da) == np.sign(db)) > 0.9
 
 
 def test_gradient_merge_runs_and_differs_from_cascade():

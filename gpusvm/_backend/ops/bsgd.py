@@ -219,6 +219,23 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
                 d2 = sqdist(z, sv[p])
                 w[q] = alpha[p] * np.exp(-gamma * d2)
                 g += w[q]
+            norm = g
+            if g == 0.0:
+                # every a_i k(x_i, z) underflowed (a Gaussian narrow against the points' spacing: z starts at
+                # their mean): the step z <- sum w_i x_i / sum w_i is the same with the weights taken relative
+                # to the largest exponent, which does not underflow, instead of 0 / 0 (ZeroDivisionError
+                # here, NaN SVs in the kernel). (An exact midpoint of equal coefficients stays a saddle of g.)
+                emax = -np.inf
+                for q in range(found + 1):
+                    p = first if q == 0 else partners[q - 1]
+                    w[q] = -gamma * sqdist(z, sv[p])
+                    emax = max(emax, w[q])
+                norm = 0.0
+                for q in range(found + 1):
+                    p = first if q == 0 else partners[q - 1]
+                    w[q] = alpha[p] * np.exp(w[q] - emax)
+                    norm += w[q]
+                g = norm * np.exp(emax)
             if it == n_gd:
                 break
             for k in range(d):
@@ -228,7 +245,7 @@ def _maintain(sv, alpha, n_sv, gamma, n_merge, merge_code, n_gss, n_gd, deg, hs,
                 for k in range(d):
                     zprev[k] += w[q] * sv[p, k]
             for k in range(d):
-                z[k] = zprev[k] / g
+                z[k] = zprev[k] / norm
         az = g
     dg = _merged_degradation(sv, alpha, first, partners, found, z, az, gamma) if track else 0.0
     for k in range(d):
