@@ -471,6 +471,12 @@ def test_budget_above_the_number_of_steps_allocates_by_the_steps():
     np.testing.assert_array_equal(big.dual_coef_, exact.dual_coef_)
     np.testing.assert_array_equal(big.support_vectors_, exact.support_vectors_)
     assert big.n_merges_ == 0
+    # n_merge above the steps as well (budget >= n_merge): still sized by the steps, not by n_merge
+    many, peak = traced_peak(lambda: BudgetSVC(budget=5000, n_merge=5000, epochs=2, random_state=0,
+                                               device="cpu").fit(X, y))
+    assert peak < 20 * 2**20  # was 5,001 rows of 2,000 float64 twice (row-major and transposed): 160 MB
+    np.testing.assert_array_equal(many.dual_coef_, exact.dual_coef_)
+    np.testing.assert_array_equal(many.support_vectors_, exact.support_vectors_)
 
 
 def test_sparse_equals_dense_and_seed_is_deterministic():

@@ -115,7 +115,9 @@ def bsgd(be, X, y, *, gamma, C, budget, order, n_merge=2, merge="cascade", epoch
     # a step adds at most one SV, so a budget above the number of steps is never reached: the loops' buffers
     # of budget + 1 rows (the CPU loop writes its transposed copy, n_features x (budget + 1), in full) are
     # sized by the steps instead. The default 500 on 60 samples of 10^6 features held 4 GB per problem.
-    budget = max(int(n_merge), min(int(budget), epochs * n))
+    # Not raised back to n_merge when the steps are fewer (budget = n_merge = 5000 on 80 steps held 5001
+    # rows): no maintenance ever runs then, and the loops size their merge scratch by n_merge, not budget.
+    budget = min(int(budget), epochs * n)
     sv = alpha = None
     n_sv = 0
     info = {"violations": 0, "merges": 0, "merge_cycles": 0.0, "total_cycles": 0.0, "degradation": 0.0}
