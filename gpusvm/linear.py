@@ -266,7 +266,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         coef = np.zeros((len(targets), d))
         intercept = np.zeros(len(targets))
         objective = np.zeros(len(targets))
-        n_iter, n_updates, not_converged, stalled = 0, 0, [], False
+        n_iter, n_updates, at_max_iter, stalled = 0, 0, [], []
 
         def solve(k):
             yk = be.asarray(np.where(y_idx == targets[k], 1.0, -1.0))
@@ -292,18 +292,22 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             n_iter = max(n_iter, res.n_iter)
             n_updates += res.n_updates
             if not res.converged:
-                not_converged.append(cls)
-                stalled |= bool(res.info.get("line_search_failed"))
-        if not_converged:
+                (stalled if res.info.get("line_search_failed") else at_max_iter).append(cls)
+        if at_max_iter or stalled:
+            # each class with its own cause: one stalled problem must not hide that others only need more
+            # iterations (a multi-class Newton fit can have both), nor the reverse
+            steps = "Newton steps" if solver == "newton" else "sweeps"
+            causes = []
+            if at_max_iter:
+                causes.append(f"class(es) {classes[at_max_iter].tolist()}: it reached max_iter={self.max_iter} "
+                              f"{steps}; increase max_iter")
             if stalled:
-                what = ("its line search found no decrease, as happens when rounding limits the accuracy (the "
-                        "model is the best point reached; a looser tol, float64 X or standardized features help)")
-            else:
-                steps = "Newton steps" if solver == "newton" else "sweeps"
-                what = f"it reached max_iter={self.max_iter} {steps}; increase max_iter"
+                causes.append(f"class(es) {classes[stalled].tolist()}: its line search found no decrease, as happens "
+                              "when rounding limits the accuracy (the model is the best point reached; a looser tol, "
+                              "float64 X or standardized features help)")
             warnings.warn(
-                f"{name} ({solver}) stopped before the tolerance tol={self.tol} for the problem(s) of class(es) "
-                f"{classes[not_converged].tolist()}: {what}.",
+                f"{name} ({solver}) stopped before the tolerance tol={self.tol} for the problem(s) of "
+                + "; and of ".join(causes) + ".",
                 ConvergenceWarning,
             )
         self.classes_ = classes

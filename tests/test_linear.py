@@ -580,6 +580,21 @@ def test_newton_max_iter_warns_and_multiclass_matches_liblinear():
     np.testing.assert_allclose(m.decision_function(X), sk.decision_function(X), atol=1e-4)
 
 
+def test_convergence_warning_names_each_cause():
+    # float32 data at a tol below its rounding: the line search stalls one problem after about 12 Newton
+    # steps while another needs 37; at max_iter=25 the warning must say both, not blame the line search
+    # for a problem that only needed more steps (it did, when any problem had stalled)
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((150, 20)) * 10 ** rng.uniform(-1.5, 1.5, 20)).astype(np.float32)
+    y = np.argmax(X[:, :3] + rng.standard_normal((150, 3)), 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LinearSVC(loss="squared_hinge", solver="newton", C=100.0, tol=1e-12, max_iter=25, device="cpu").fit(X, y)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(msgs) == 1
+    assert "it reached max_iter=25 Newton steps" in msgs[0] and "line search found no decrease" in msgs[0]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("sparse", [False, True])
 def test_newton_gpu_matches_cpu(gpu_backend, sparse):
