@@ -3,6 +3,7 @@ method (squared hinge), on CPU or GPU; the L1-regularized squared hinge by coord
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -173,6 +174,12 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The 'fit_intercept' parameter of {name} must be a bool. "
                              f"Got {self.fit_intercept!r} instead.")
         check_scalar(self.intercept_scaling, "intercept_scaling", name, low=0.0, low_open=True)
+        if self.fit_intercept and not math.isfinite(float(self.intercept_scaling) * float(self.intercept_scaling)):
+            # the constant feature enters every row norm squared: dcd then returned a zero model with only a
+            # ConvergenceWarning, newton blamed C or the features, cdn overflowed (as X's values, check_X)
+            raise ValueError(f"The 'intercept_scaling' parameter of {name} is {float(self.intercept_scaling):.3g}, "
+                             "whose square overflows float64 (the constant feature enters every row norm "
+                             "squared); use a smaller value.")
         check_scalar(self.max_iter, "max_iter", name, kind="int", low=1)
         # a bool is an int here, as in scikit-learn's LinearSVC (True: 1)
         check_scalar(int(self.verbose) if isinstance(self.verbose, bool) else self.verbose, "verbose", name,

@@ -364,6 +364,8 @@ def test_sweep_op_counts_moving_visits(avsf):
         ({"solver": "avsf", "loss": "squared_hinge", "dual": False}, "but dual=False asks for the primal one"),
         ({"max_iter": 0}, r"The 'max_iter' parameter of LinearSVC must be an int"),
         ({"intercept_scaling": 0.0}, r"'intercept_scaling' parameter"),
+        ({"intercept_scaling": 1e155}, r"'intercept_scaling' parameter of LinearSVC is 1e\+155, whose square "
+                                       "overflows"),
         ({"class_weight": "auto"}, r"'class_weight' parameter of LinearSVC"),
         ({"fit_intercept": "yes"}, r"'fit_intercept' parameter of LinearSVC must be a bool"),
         ({"penalty": "l0"}, r"The 'penalty' parameter of LinearSVC must be one of \['l1', 'l2'\]. Got 'l0'"),
