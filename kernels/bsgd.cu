@@ -37,6 +37,14 @@ template <typename T> __device__ T bsgd_block_sum(T v, T* red) {
     return r;
 }
 
+// Squared distance ||z - x||^2 over the block (x: one SV row, z: shared); every thread gets it. The block
+// sum ends with a barrier, so all reads of z are done on return: call from block-uniform control flow.
+template <typename T> __device__ T bsgd_sqdist(const T* z, const T* x, int d, T* red) {
+    T part = (T)0;
+    for (int k = threadIdx.x; k < d; k += blockDim.x) { T u = z[k] - x[k]; part += u * u; }
+    return bsgd_block_sum<T>(part, red);
+}
+
 // Argmin of (v, i) over the block, lower index on ties; every thread gets the index (-1 if all +inf).
 template <typename T> __device__ int bsgd_block_argmin(T v, int i, T* redv, int* redi) {
     int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
@@ -228,9 +236,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                     if (bc < 0) break;
                     const int p = (int)work_h[bc];
                     const T* xp = sv + (long long)p * d;
-                    T part = (T)0;
-                    for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
-                    const T d2 = bsgd_block_sum<T>(part, red);  // ends with a barrier: z reads are done
+                    const T d2 = bsgd_sqdist<T>(z, xp, d, red);  // ends with a barrier: z reads are done
                     T h, az_new, dg;
                     gpusvm_golden_merge<T>(az, alpha[p], gamma * d2, n_gss, &h, &az_new, &dg);
                     for (int k = tid; k < d; k += nt) z[k] = h * z[k] + ((T)1 - h) * xp[k];
@@ -243,9 +249,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                 for (int q = 0; q < found; ++q) {
                     const int p = partners[q];
                     const T* xp = sv + (long long)p * d;
-                    T part = (T)0;
-                    for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
-                    const T d2 = bsgd_block_sum<T>(part, red);
+                    const T d2 = bsgd_sqdist<T>(z, xp, d, red);
                     T h, az_new, dg;
                     gpusvm_golden_merge<T>(az, alpha[p], gamma * d2, n_gss, &h, &az_new, &dg);
                     for (int k = tid; k < d; k += nt) z[k] = h * z[k] + ((T)1 - h) * xp[k];
@@ -270,9 +274,7 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                     for (int q = 0; q <= found; ++q) {
                         const int p = q == 0 ? first : partners[q - 1];
                         const T* xp = sv + (long long)p * d;
-                        T part = (T)0;
-                        for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
-                        const T d2 = bsgd_block_sum<T>(part, red);
+                        const T d2 = bsgd_sqdist<T>(z, xp, d, red);
                         const T wq = alpha[p] * gpusvm_exp<T>(-gamma * d2);
                         if (tid == 0) w[q] = wq;
                         g += wq;
@@ -285,18 +287,14 @@ __global__ void bsgd_train(const T* __restrict__ X, const T* __restrict__ y, con
                         for (int q = 0; q <= found; ++q) {
                             const int p = q == 0 ? first : partners[q - 1];
                             const T* xp = sv + (long long)p * d;
-                            T part = (T)0;
-                            for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
-                            const T e = -gamma * bsgd_block_sum<T>(part, red);
+                            const T e = -gamma * bsgd_sqdist<T>(z, xp, d, red);
                             emax = (q == 0 || e > emax) ? e : emax;
                         }
                         norm = (T)0;
                         for (int q = 0; q <= found; ++q) {
                             const int p = q == 0 ? first : partners[q - 1];
                             const T* xp = sv + (long long)p * d;
-                            T part = (T)0;
-                            for (int k = tid; k < d; k += nt) { T u = z[k] - xp[k]; part += u * u; }
-                            const T e = -gamma * bsgd_block_sum<T>(part, red);
+                            const T e = -gamma * bsgd_sqdist<T>(z, xp, d, red);
                             const T wq = alpha[p] * gpusvm_exp<T>(e - emax);
                             if (tid == 0) w[q] = wq;
                             norm += wq;
