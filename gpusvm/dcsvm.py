@@ -180,7 +180,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     cache_size : float, default=200
         Gram-row cache budget per solve, in MB.
     max_iter : int, default=-1
-        Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``.
+        Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``, which says
+        whether the top-level solve (and so the model) still reached ``tol``.
     batch_subproblems : {"auto", True, False}, default="auto"
         Solve the clusters of a level that hold both classes and at most ``batch_max_size`` points
         together, in one launch of the batched local SMO (``be.local_smo_batched``: one CUDA thread
@@ -258,7 +259,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         Present when ``early_stop_level`` is set: ``{"level": l, "n_clusters": k**l}``; predictions use
         that level's local models.
     fit_status_ : int
-        0 when every solve converged, 1 otherwise.
+        0 when every solve converged, 1 otherwise (also when only a level below the top stopped early; see
+        ``levels_[...]['converged']``).
     n_distinct_ : int or None
         Number of distinct (x, y) pairs (None with ``deduplicate=False``), as :class:`gpusvm.SVC`.
     n_features_in_ : int
@@ -514,9 +516,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "early_model_"):
             del self.early_model_
         if not converged:
-            warnings.warn(f"A solver stopped at max_iter={self.max_iter} before reaching tol={self.tol} in at "
-                          "least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
-                          "not optimal. Raise max_iter.", ConvergenceWarning, stacklevel=2)
+            top_done = self.early_stop_level is None and all(lv["converged"] for lv in levels if lv["level"] == 0)
+            if top_done:
+                # only solves below the top stopped early: they warm-start the top, which reached tol, so the
+                # model is the exact one; the early predictions of those levels are what is unfinished
+                what = ("in a DC-SVM solve below the top level (see levels_[...]['converged']); the top-level "
+                        "solve converged, so the model is exact to tol, but predict(X, level=...) uses "
+                        "unfinished local models")
+            else:
+                what = ("in at least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
+                        "not optimal")
+            warnings.warn(f"A solver stopped at max_iter={self.max_iter} before reaching tol={self.tol} {what}. "
+                          "Raise max_iter.", ConvergenceWarning, stacklevel=2)
         return self
 
     # ------------------------------------------------------------------------------------------

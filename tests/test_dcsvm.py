@@ -490,6 +490,33 @@ def test_single_class_clusters_and_convergence_warning():
     assert est.fit_status_ == 1
 
 
+def test_convergence_warning_says_when_only_a_level_below_the_top_stopped_early(monkeypatch):
+    """A level subproblem that hits max_iter only warm-starts the top: when the top solve converged the model
+    is exact, and the warning said "usable but not optimal" all the same (helper-33's fuzz). The levels'
+    solves are marked unfinished here (such cases are rare with one max_iter for every solve)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    import gpusvm._solvers.dcsvm as dc
+
+    solve_one = dc._solve_one
+
+    def unfinished(*args, **kwargs):
+        out = solve_one(*args, **kwargs)
+        return {**out, "converged": False}
+
+    monkeypatch.setattr(dc, "_solve_one", unfinished)
+    Xb, yb = load_bundled("breast_cancer")
+    kw = dict(C=1.0, gamma=0.5, n_levels=1, min_cluster_size=0, device="cpu", random_state=0)
+    with pytest.warns(ConvergenceWarning, match="the top-level solve converged, so the model is exact to tol"):
+        est = DCSVC(**kw).fit(Xb, yb)
+    assert est.fit_status_ == 1 and est.levels_[-1]["level"] == 0 and est.levels_[-1]["converged"]
+    assert not est.levels_[0]["converged"]
+    ref = SkSVC(C=1.0, gamma=0.5).fit(Xb, yb)
+    assert _rel(sklearn_svc_objective(est), sklearn_svc_objective(ref)) < 1e-3
+    with pytest.warns(ConvergenceWarning, match="the model is usable but not optimal"):
+        DCSVC(early_stop_level=1, **kw).fit(Xb, yb)
+
+
 # ---------------------------------------------------------------------------------------------
 def test_repair_feasibility_scales_the_larger_class_only():
     be = get_backend("cpu")
