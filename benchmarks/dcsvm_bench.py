@@ -225,7 +225,7 @@ def _markdown(doc):
            "shared tree at the start of the run)", "",
            "Wall time is the fit's elapsed time; CPU time is the process's CPU time over all its threads "
            "(the pairwise SMO loop runs on one core; DC-SVM's Gram blocks (k-means, warm-start gradients) "
-           "and the batched decomposition use BLAS and Numba threads on both cores).", ""]
+           "and the batched decomposition use BLAS and Numba threads on every core).", ""]
     for r in doc["results"]:
         out += [f"## {r['dataset']} (C={r['params']['C']}, gamma={r['params']['gamma']})", "",
                 *([] if r.get("complete", True) else ["**Incomplete: the run was stopped before its last row; "
@@ -304,8 +304,8 @@ def main(argv=None):
         commit = None
     doc = {"device": args.device, "machine": machine, "command": " ".join(["python", *sys.argv]),
            "git_commit": commit,
-           "note": ("Timings from ONE run each on a 2-core machine SHARED with other engineers' jobs, so "
-                    "they are noisy; compare ratios within this run only. " + args.note).strip(),
+           "note": (f"Timings from ONE run each on this {os.cpu_count()}-CPU machine; compare ratios within "
+                    "this run only. " + args.note).strip(),
            "results": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
