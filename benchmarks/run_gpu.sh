@@ -11,7 +11,8 @@
 #   "linear": benchmarks/linear_table.py --device $ONE_DEVICE (LINEAR_ARGS, e.g. --datasets a9a --cap 20);
 #   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a, and
 #             --configs '4,4,batch;4,4,nobatch;4,4,batch,minc=200' to time the batched cluster solves
-#             against one-by-one and with the 64-cluster level solved; not yet run on a GPU).
+#             against one-by-one and with the 64-cluster level solved; the default configs ran on an H200
+#             at b542594, the --configs variants not yet).
 #   "certify": benchmarks/batched_certify.py --device $ONE_DEVICE: what the float64 check of the batched
 #             solver's float32 stop finds and costs (CERTIFY_ARGS, e.g. --datasets a9a ijcnn1).
 #
@@ -36,8 +37,8 @@
 #           STEPS="nvcc tests micro" OUT=/tmp/r TARBALL=$OUT/gpu1.tgz bash benchmarks/run_gpu.sh .devdata
 #           STEPS=paper DATASETS=a9a,ijcnn1 OUT=/tmp/r TARBALL=$OUT/gpu2.tgz bash benchmarks/run_gpu.sh .devdata
 #
-# Budget (device tool: 10 min per call, 30 min per session). Process CPU seconds of one fit on the 2-core
-# CPU machine (benchmarks/results/paper_cpu/): sklearn SVC a9a 51, ijcnn1 18, w8a 19, phishing 1.4,
+# Budget (device tool: 10 min per call, 15 min of device time per drawn task). Process CPU seconds of one fit on
+# the 2-core CPU machine (benchmarks/results/paper_cpu/): sklearn SVC a9a 51, ijcnn1 18, w8a 19, phishing 1.4,
 # skin_nonskin 1,340 (!); our CPU svc-alfpgm a9a 72, w8a 46, skin 655; every other CPU row < 2 min.
 # So: call 1 STEPS="nvcc tests micro"; call 2 STEPS=paper DATASETS=a9a,ijcnn1; call 3 DATASETS=w8a,phishing;
 # skin_nonskin only with BENCH_ARGS="--max-train 60000" (sklearn took 55 CPU-s at 60k). Add
@@ -49,6 +50,12 @@
 # 171 s; budget_table.py --devices cpu,gpu --seeds 3 --time-reps 1 --time-epochs 3 got through phishing,
 # ijcnn1, the a9a strategies and 2 of a9a's 3 budgets in 480 s. A machine goes back 30 s after a call:
 # have the next command ready (results: benchmarks/results/paper_nvidia-h100-80gb-hbm3/README.md).
+# Second GPU run (H200, 16-core host, 2026-11-27, 4 calls, 777 s of the 15 min a drawn task now gets): "tests"
+# with PYTEST_ADDOPTS="-n 8" 66 s (325 tests); dcsvm --datasets ijcnn1,a9a plus certify --datasets a9a ijcnn1
+# about 110 s together; the main job (gpusvm bench --devices cpu,gpu) 102 s; paper --solvers
+# sklearn-svc,svc-smo,svc-pa-smo,svc-alfpgm,dcsvc: a9a about 190 s, ijcnn1 61 s, w8a+phishing 89 s (wall per call).
+# With 15 minutes, run "nvcc tests" and the tables one call each, back to back, and give the machine back
+# (results: benchmarks/results/gpu_nvidia-h200_b542594/README.md).
 #
 # Before spending device time, the same GPU tests and GPU micro-benchmark cases run on the CPU emulator of
 # the kernels (tests/cudasim; they all passed there at 613ecee, the micro cases in 4.4 min):
