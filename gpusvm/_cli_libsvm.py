@@ -321,8 +321,10 @@ def _libsvm_folds(y, n_folds, rng):
 
 def _cross_validate(est, X, y, n_folds):
     """svm-train -v: the prediction of every sample by the model trained on the other folds (a training
-    part of a single class predicts that class, as LIBSVM's one-class models; -b 1: the class of the
-    largest probability, as LIBSVM)."""
+    part of a single class predicts that class, as LIBSVM's one-class models; an empty one, a fold that
+    holds every sample (every class smaller than ``n_folds``, fewer folds than samples), predicts no
+    label, so those samples count as wrong: LIBSVM trains a model of no class there and reads a label
+    past its end; -b 1: the class of the largest probability, as LIBSVM)."""
     import numpy as np
     from sklearn.base import clone
 
@@ -338,6 +340,9 @@ def _cross_validate(est, X, y, n_folds):
         if not test.size:
             continue
         train = np.flatnonzero(fold != f)
+        if not train.size:  # every sample in this fold (each class smaller than n): no model, no label
+            pred[test] = np.nan
+            continue
         if np.unique(y[train]).size < 2:
             pred[test] = y[train[0]]
             continue

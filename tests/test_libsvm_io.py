@@ -423,6 +423,16 @@ def test_train_cross_validation_with_more_folds_than_a_class_or_the_data(tmp_pat
     assert cap.out.strip() == f"Cross Validation Accuracy = {100 * 6 / 7:g}%"
 
 
+@pytest.mark.parametrize("b", ["0", "1"])
+def test_train_cross_validation_with_a_fold_of_every_sample(tmp_path, capsys, b):
+    """-v 2 on three points of three classes: LIBSVM's stratified folds put every point in the second
+    fold, whose training part is empty. That raised an IndexError (y[train[0]]); those points now count
+    as wrong, as LIBSVM's 0% (its model of no class reads a label past its end)."""
+    (tmp_path / "three").write_text("1 1:0\n2 1:1\n3 1:2\n")
+    assert main(["train", "-q", "-b", b, "-v", "2", str(tmp_path / "three")]) == 0
+    assert capsys.readouterr().out.strip() == "Cross Validation Accuracy = 0%"
+
+
 def test_train_option_values_as_svm_train(files, capsys):
     """-g 0 means 1/num_features, -d is ignored by the other kernels, a negative polynomial degree and
     degree 0 are refused with a message, and labels are cast to integers as LIBSVM does."""
