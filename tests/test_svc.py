@@ -629,6 +629,45 @@ def test_pasmo_fewer_iterations_never_worse_on_chessboard(pa_recent):
     assert np.mean(it_pa) < np.mean(it_smo)
 
 
+def _dups_linear_problem():
+    """120 copies of 8 points (a fifth with flipped labels), the problem of the shrinking case below."""
+    rng = np.random.default_rng(2)
+    B = rng.normal(size=(8, 3))
+    yb = np.where(rng.random(8) < 0.5, 1.0, -1.0)
+    idx = rng.integers(0, 8, 120)
+    X, y = B[idx].copy(), yb[idx].copy()
+    y[rng.random(120) < 0.2] *= -1
+    return X, y
+
+
+@pytest.mark.parametrize("case, pa_recent, shrinking, steps", [
+    ("chess", 2, True, 242), ("chess", 3, False, 45), ("dups", 2, True, 122)])
+def test_pasmo_double_step_never_lowers_the_objective(case, pa_recent, shrinking, steps):
+    """A planning step may lower the dual objective; with the step after it (the modified selection) it must
+    not. Before the safeguard that offers the planning step's own working set, partners clipped at the box
+    lost: chess-board (C=1000) step 240 (D 7,632 -> 6,178 -> 7,414), 3-d plans step 42 (1,650 -> -47,649
+    -> -38,764); and a planning step right before a shrinking pass (which clears the history) had no
+    modified selection after it (duplicates, linear, C=1e5, step 120). Each step's state is the solve
+    stopped there by max_iter (the path is deterministic)."""
+    if case == "chess":
+        X, y = make_chessboard(100, random_state=0)
+        X, C, spec = X * 4, 1000.0, GramSpec("rbf", gamma=0.5)
+    else:
+        (X, y), C, spec = _dups_linear_problem(), 1e5, GramSpec("linear")
+    pa, _ = get_binary_solver("pa-smo")
+    Cv = np.full(len(y), C)
+    kw = dict(tol=1e-3, cache_bytes=2**24, gram_dtype="float64", pa_recent=pa_recent, shrinking=shrinking)
+    D, plans = [0.0], [0]
+    for k in range(1, steps + 1):
+        r = pa(CPU, X, y, spec, Cv, max_iter=k, **kw)
+        D.append(r.objective)
+        plans.append(r.info["planning_steps"])
+    planned = [k for k in range(1, steps) if plans[k] > plans[k - 1]]
+    assert len(planned) > 20
+    for k in planned:  # the double step k, k + 1 from the state after step k - 1
+        assert D[k + 1] >= D[k - 1] - 1e-12 * abs(D[k - 1]), (k, D[k - 1], D[k], D[k + 1])
+
+
 def test_batched_decomposition_is_dispatched_on_cpu():
     """decomposition="batched" routes "smo"/"pa-smo" to the batched solver (same optimum)."""
     X, y = load_bundled("breast_cancer")
