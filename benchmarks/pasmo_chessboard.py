@@ -123,7 +123,9 @@ def _write(results, out_dir):
     short (or stopped by the time limit) still reports what it measured, marked as partial."""
     results["summary"] = _summarize(results)
     want = results.get("perms_requested")
-    if want and not results.get("partial"):
+    # recomputed at every write (each run writes): only the time limit's message stays once set
+    if want and not str(results.get("partial", "")).startswith("Time limit"):
+        results.pop("partial", None)
         ns = sorted(set(results.get("ns_requested", [])) | {r["n"] for r in results["runs"]})
         short = [f"n={n}: {c} of {want}" for n in ns if (c := sum(r["n"] == n for r in results["runs"])) < want]
         if short:
