@@ -233,7 +233,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         objective, its decision values off by 8% of their range (tests/test_gram_precision.py). The batched
         decomposition and ALFPGM, which compute values from float32 rows, also promote when the worst RBF
         diagonal of the sample is off by more than 5e-4 of the median curvature (huge gamma) and when
-        float32 rows would overflow (squared norms beyond a quarter of float32's range). The batched
+        float32 rows would overflow (squared norms beyond a quarter of float32's range, or polynomial
+        values beyond float32's range; values beyond float64's are an error). The batched
         decomposition checks its float32 stop on the gradient recomputed with float64 values and, where
         the gap is still open (at large C), finishes with float64 rows (on the CPU when the check's
         ``n x n_SV`` Gram pass is at most 2**25 values or the solve computed at least n_SV Gram rows).

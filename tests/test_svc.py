@@ -847,3 +847,36 @@ def test_cpu_fit_does_not_copy_the_problems_rows(monkeypatch):
         np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
         np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(got3.probA_, want3.probA_)
+
+
+@pytest.mark.parametrize("params", [{}, {"decomposition": "batched"}, {"solver": "alfpgm"}],
+                         ids=["pairwise", "batched", "alfpgm"])
+def test_poly_gram_beyond_float64_raises(params):
+    """(gamma ||x||^2 + coef0) ** degree beyond float64 (gamma=1e80, degree 5): sklearn raises ("not
+    finite") and so did our pairwise SMO, but the batched and ALFPGM solves returned a model without support
+    vectors, with only a ConvergenceWarning (or none: max_iter=-1 never stopped ALFPGM's)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow warnings on the way
+        with pytest.raises(ValueError, match="overflow"):
+            SVC(kernel="poly", gamma=1e80, degree=5, coef0=1.0, device="cpu", max_iter=1000, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("params", [{"decomposition": "batched"}, {"solver": "alfpgm"}])
+def test_poly_values_beyond_float32_are_stored_as_float64(params):
+    """Poly values (gamma=1e8, degree 5: up to 1e43) overflow float32 but not float64. ALFPGM never moved
+    alpha on the inf rows (with max_iter=-1 it never stopped; with a limit it returned no support vectors);
+    such values are now stored as float64 from the start, and the model is the float64 one."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(30, 5, random_state=0)
+    kw = dict(kernel="poly", gamma=1e8, degree=5, coef0=1.0, device="cpu", max_iter=2000)
+    ref = SVC(gram_dtype="float64", **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        m = SVC(**kw, **params).fit(X, y)
+    assert m.fit_status_ == 0 and m.n_support_.sum() > 0
+    np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-5)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), rtol=1e-2, atol=1e-2)

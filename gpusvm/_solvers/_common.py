@@ -11,6 +11,8 @@ alpha is optimal within ``tol`` when max_{I_up} -y G - min_{I_low} -y G <= tol.
 
 from __future__ import annotations
 
+import math
+
 
 def gram_diag(be, X, spec, x_sqnorm=None):
     """k(x_i, x_i) for every row of ``X`` (float64), without forming any Gram block."""
@@ -25,7 +27,15 @@ def gram_diag(be, X, spec, x_sqnorm=None):
     if spec.kind == "linear":
         return sq
     if spec.kind == "poly":
-        return (spec.gamma * sq + spec.coef0) ** spec.degree
+        diag = (spec.gamma * sq + spec.coef0) ** spec.degree
+        # values beyond float64 (huge gamma or degree): the batched and ALFPGM solves then returned a zero
+        # model (no step moved alpha) with only a ConvergenceWarning; sklearn raises on them ("not finite")
+        if not bool(xp.isfinite(diag).all()):
+            raise ValueError(f"The polynomial Gram values overflow float64: k(x, x) = (gamma ||x||^2 + coef0) ** "
+                             f"degree is not finite for some rows (gamma={spec.gamma!r}, coef0={spec.coef0!r}, "
+                             f"degree={spec.degree}). Rescale X (e.g. with sklearn.preprocessing.StandardScaler), "
+                             "or lower gamma / degree.")
+        return diag
     return xp.tanh(spec.gamma * sq + spec.coef0)
 
 
@@ -279,6 +289,14 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     return be.sample_gram_errors(S, spec, sq, computed_in)
 
 
+def _poly_bound_log(spec, max_sq):
+    """log of ``(gamma max ||x||^2 + |coef0|) ** degree``, a bound of every polynomial Gram value (of the rows
+    with squared norms up to ``max_sq``; Cauchy-Schwarz), which the largest diagonal value attains when
+    ``coef0 >= 0``; -inf for a zero bound."""
+    base = spec.gamma * max_sq + abs(spec.coef0)
+    return spec.degree * math.log(base) if base > 0 else -math.inf
+
+
 def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbose=0, rows=None) -> str:
     """The Gram value type a solver stores: ``gram_dtype``, except that "float32" becomes "float64" when
     :func:`float32_gram_errors` (``computed_in`` as there) exceed :data:`FLOAT32_MAX_CURVATURE_ERROR` (the
@@ -297,13 +315,17 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
     if computed_in == "float32" and spec.kind not in ("linear", "precomputed"):
         # a gram computed from float32 rows has intermediates up to 4 max ||x||^2 (the RBF distance
         # ||x||^2 + ||z||^2 - 2 x.z; x.z before gamma scales it): beyond float32's range they overflow
-        # to inf or NaN (a zero or wrong model) where the float64 values are of order one
+        # to inf or NaN (a zero or wrong model) where the float64 values are of order one. So do polynomial
+        # values beyond float32's range (huge gamma or degree) that float64 holds: no ALFPGM step moved
+        # alpha, which with max_iter=-1 never stopped; the batched solve stalled to its float64 rows
         xp = be.xp
         if x_sqnorm is not None:
             sq = xp.asarray(x_sqnorm, dtype=xp.float64)
         else:
             sq = be.row_sqnorms(X, xp.float64) if rows is None else be.row_sqnorms(X, xp.float64)[be.asarray(rows)]
-        if int(sq.shape[0]) and 4.0 * float(xp.max(sq)) > float(xp.finfo(xp.float32).max):
+        big = float(xp.finfo(xp.float32).max)
+        top = float(xp.max(sq)) if int(sq.shape[0]) else 0.0
+        if 4.0 * top > big or (spec.kind == "poly" and _poly_bound_log(spec, top) > math.log(big)):
             if verbose:
                 print("Gram values stored as float64: float32 rows of this data overflow", flush=True)
             return "float64"
