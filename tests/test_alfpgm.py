@@ -637,3 +637,22 @@ def test_default_pairs_halve_when_rounds_take_many_fpgm_steps(backend):
     assert r.info["inner_iters"] < r_fix.info["inner_iters"]
     np.testing.assert_allclose(r.objective, r_fix.objective, rtol=1e-6)
     assert _gap64(X, y, alpha, 1000.0, 10.0)[0] <= 1e-3
+
+
+def test_tiny_alphas_keep_the_equality_constraint():
+    """A cubic-like gram of huge values (poly, gamma=1e5, degree 5: K ~ 1e24, alphas ~ 1e-24) : the
+    subproblem's projection meets y^T d = 0 only to 1e-12 absolute, and rounds that broke the equality were
+    accepted. y^T alpha ended at 5e-6 of sum(alpha) and the objective 1e-5 (relative) off the optimum; such
+    rounds are now redone by SMO, so the equality holds to rounding and the objective is the optimum's."""
+    from sklearn.datasets import make_classification
+
+    from gpusvm import SVC
+
+    X, y = make_classification(30, 5, random_state=0)
+    params = dict(device="cpu", kernel="poly", gamma=1e5, coef0=1.0, degree=5)
+    m = SVC(solver="alfpgm", **params).fit(X, y)
+    ref = SVC(gram_dtype="float64", **params).fit(X, y)
+    dc = m.dual_coef_[0]
+    assert m.fit_status_ == 0
+    assert abs(dc.sum()) <= 1e-12 * np.abs(dc).sum()
+    np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-6)
