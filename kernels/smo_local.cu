@@ -229,13 +229,29 @@ __device__ void smo_block_solve(const T* __restrict__ K, int q, const double* sy
                         pv = S.hist_j[h];
                     }
                 }
+                double g_ch = gw;
                 if (pu >= 0 && pbest > 0.0 && A_(S.gain1, gw) < M_(eta, A_(S.gain1, pbest))) {
+                    g_ch = pbest;
                     if (-sy[pu] * sg[pu] >= -sy[pv] * sg[pv]) {
                         i = pu;
                         j = pv;
                     } else {
                         i = pv;
                         j = pu;
+                    }
+                }
+                // the planning step's own working set (slot 0): the step along it lands where the plain
+                // SMO step would have, so that double step gains gain1 + g0 > 0; taken when the chosen
+                // pair's would gain less than eta times that (as the CPU twin)
+                const int p0 = S.hist_i[0], r0 = S.hist_j[0];
+                const double g0 = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, p0, r0);
+                if (A_(S.gain1, g_ch) < M_(eta, A_(S.gain1, g0))) {
+                    if (-sy[p0] * sg[p0] >= -sy[r0] * sg[r0]) {
+                        i = p0;
+                        j = r0;
+                    } else {
+                        i = r0;
+                        j = p0;
                     }
                 }
             }

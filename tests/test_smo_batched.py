@@ -221,6 +221,57 @@ def test_local_smo_pa_modes_agree_on_solution():
     assert np.ptp(vals) <= 1e-6 * abs(vals[0])
 
 
+def _chessboard_working_set():
+    """A 100-point chess-board (C = 1000, RBF gamma 0.5) as one working set from alpha = 0."""
+    from gpusvm.datasets import make_chessboard
+
+    X, y01 = make_chessboard(100, random_state=0)
+    y = np.where(y01 > 0, 1.0, -1.0)
+    K = rbf_kernel(X * 4, gamma=0.5)
+    q = len(y)
+    return K, y, np.zeros(q), -np.ones(q), np.full(q, 1000.0), np.diag(K).copy()
+
+
+def _steps_that_lose(K, y, solve, n_steps):
+    """Dual objectives of the solves stopped after 0..n_steps + 1 steps, and the steps that lowered it."""
+    Q = (y[:, None] * y[None, :]) * K
+    D = []
+    for k in range(n_steps + 2):
+        a = solve(k)
+        D.append(a.sum() - 0.5 * a @ Q @ a)
+    return D, [k for k in range(1, n_steps + 1) if D[k] < D[k - 1] - 1e-9 * abs(D[k - 1])]
+
+
+@pytest.mark.parametrize("rec", [2, 3])
+def test_local_smo_pa_double_step_never_lowers_the_objective(rec):
+    """A planning step may lower the dual objective; the step after it (the modified selection) must win it
+    back. Before the planning step's own working set was a candidate there, partners clipped at the box
+    could not: on this chess-board solved as one working set, 1-5 double steps lost in the first 400
+    steps (as in the pairwise solver, tests/test_svc.py). Each state is the solve stopped at max_steps."""
+    K, y, a0, G0, C, diag = _chessboard_working_set()
+    D, lost = _steps_that_lose(K, y, lambda k: CPU.local_smo(K, y, a0, G0, C, diag, 1e-9, k, 1, rec,
+                                                             rel_eps=0.0)[0], 400)
+    assert lost  # planning steps that lose on their own, which the next step must make up for
+    for k in lost:
+        assert D[k + 1] >= D[k - 1] - 1e-9 * abs(D[k - 1]), (k, D[k - 1], D[k], D[k + 1])
+
+
+@pytest.mark.parametrize("rec", [2, 3])
+def test_local_smo_pa_double_step_gpu_matches_cpu(gpu_backend, rec):
+    """The CUDA solver takes the same steps as its CPU twin around the planning steps that lose (where the
+    planning step's own working set is a candidate), float64 values."""
+    be = gpu_backend
+    K, y, a0, G0, C, diag = _chessboard_working_set()
+    _, lost = _steps_that_lose(K, y, lambda k: CPU.local_smo(K, y, a0, G0, C, diag, 1e-9, k, 1, rec,
+                                                             rel_eps=0.0)[0], 200)
+    assert lost
+    args = [be.asarray(v) for v in (K, y, a0, G0, C, diag)]
+    for k in sorted({k + 1 for k in lost} | {200}):
+        a_cpu = CPU.local_smo(K, y, a0, G0, C, diag, 1e-9, k, 1, rec, rel_eps=0.0)[0]
+        a_gpu = be.local_smo(*args, 1e-9, k, 1, rec, rel_eps=0.0)[0]
+        np.testing.assert_allclose(be.to_host(a_gpu), a_cpu, rtol=1e-9, atol=1e-9)
+
+
 def test_local_smo_step_cap():
     K, y, alpha, G, C, diag, _ = _subproblem(64, seed=2)
     _, steps, _ = CPU.local_smo(K, y, alpha, G, C, diag, 1e-9, 5, 0, 2, rel_eps=0.0)

@@ -24,23 +24,23 @@ direction the dual objective changes by ``t b - a t^2 / 2`` with ``b = s_i - s_j
 2. ``j = argmax_{t in I_low, s_t < s_i} b_t^2 / a_t`` (WSS2; ``a_t <= 0`` replaced by 1e-12).
 3. mode 0 (SMO): ``t = min(b / a, box limit)``.
    mode 1 (planning-ahead SMO, Glasmachers 2008), the rules of the pairwise solver
-   (:mod:`gpusvm._backend.ops.smo_pairwise`) but for its last safeguard (below): right after a *free
-   plain* SMO step (the Newton step on the previous working set was not clipped, so the gradient along
-   it is ~0), take instead the step
-   that is optimal when followed by Newton steps on the most recent working sets: the first component
-   ``mu = [H^-1 g]_0`` of the Newton step of the 2-d (``pa_recent=2``: this pair and the previous one)
-   or 3-d (``pa_recent=3``: and the one before) sub-problem, ``H_ab = v_a^T K v_b``,
+   (:mod:`gpusvm._backend.ops.smo_pairwise`; it has no shrinking here): right after a *free plain* SMO
+   step (the Newton step on the previous working set was not clipped, so the gradient along it is ~0),
+   take instead the step that is optimal when followed by Newton steps on the most recent working
+   sets: the first component ``mu = [H^-1 g]_0`` of the Newton step of the 2-d (``pa_recent=2``: this
+   pair and the previous one) or 3-d (``pa_recent=3``: and the one before) sub-problem, ``H_ab = v_a^T K v_b``,
    ``g_a = v_a^T s`` (``v = e_i - e_j`` in ``beta = y alpha`` coordinates). A 3-d plan falls back to the
    2-d plan, and that to the plain step, when ``H`` is nearly singular (``det <= 1e-8 * prod(diag)``)
    or ``mu`` is not strictly inside ``(0, box limit)``. Planning steps never follow each other.
    Right after a planning step the working-set selection is modified (the eta safeguard): with
    ``gain1`` the planning step's gain and ``g(B)`` the clipped Newton gain of a pair, the WSS2 pair is
    kept only when ``gain1 + g(WSS2) >= eta * (gain1 + max_partner g(B))`` (eta = 0.9); otherwise the
-   best partner working set of the plan is taken. The stopping test always uses the maximal violating
-   pair. Unlike the pairwise solver, this one does not also offer the planning step's own working set,
-   so when the partners are clipped at the box a double step can lower the objective (100-point
-   chess-boards solved as one working set: 1 to 5 such double steps in the first 400 steps); the
-   CUDA twin has to change with it, so it is left as is until it can be checked on a GPU.
+   best partner working set of the plan is taken. Then, as in the pairwise solver, the planning step's
+   own working set is taken when the pair so chosen would leave the double step less than ``eta``
+   times ``gain1 + g(B_plan)``, the gain of the plain SMO step on it (the step along it lands where
+   that step would have): the double step never lowers the objective, also when the partners are
+   clipped at the box (before, 1 to 5 double steps lost in the first 400 steps of a 100-point
+   chess-board solved as one working set). The stopping test always uses the maximal violating pair.
 
 Float discipline: alpha, G, s and all step arithmetic in float64; Gram values (float32 or float64) are
 converted to float64 before use. The CUDA version uses round-to-nearest intrinsics (no FMA contraction)
@@ -176,13 +176,29 @@ def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent
                     pbest = gr
                     pu = hist_i[h]
                     pv = hist_j[h]
+            g_ch = gw
             if pu >= 0 and pbest > 0.0 and gain1 + gw < eta * (gain1 + pbest):
+                g_ch = pbest
                 if -y[pu] * g[pu] >= -y[pv] * g[pv]:
                     i = pu
                     j = pv
                 else:
                     i = pv
                     j = pu
+            # the planning step's own working set (slot 0): the step along it lands where the plain SMO
+            # step would have, so that double step gains gain1 + g0 > 0; taken when the chosen pair's
+            # would gain less than eta times that (partners clipped at the box cannot make up for a
+            # planning step that lost)
+            p0 = hist_i[0]
+            r0 = hist_j[0]
+            g0 = _clipped_gain(K, diag, y, a, g, C, p0, r0)
+            if gain1 + g_ch < eta * (gain1 + g0):
+                if -y[p0] * g[p0] >= -y[r0] * g[r0]:
+                    i = p0
+                    j = r0
+                else:
+                    i = r0
+                    j = p0
         # ---- the step --------------------------------------------------------------------
         si = -y[i] * g[i]
         sj = -y[j] * g[j]
