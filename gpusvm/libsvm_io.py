@@ -158,7 +158,9 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
     k = len(labels)
     n_support = np.asarray(model.n_support_, dtype=np.int64)
     prob = None
-    if getattr(model, "probability", False) and np.size(getattr(model, "probA_", [])):
+    # (the setting as a bool: scikit-learn's default string "deprecated" means False, as in predict_proba)
+    wants_prob = model._probability() if hasattr(model, "_probability") else bool(getattr(model, "probability", 0))
+    if wants_prob and np.size(getattr(model, "probA_", [])):
         prob = (np.asarray(model.probA_, dtype=np.float64), np.asarray(model.probB_, dtype=np.float64))
     order = getattr(model, "_label_order", None)  # LIBSVM's label order (read from a file, or gpusvm train)
     if order is not None:

@@ -4,6 +4,8 @@ Round trips through our own writer and reader run everywhere; the checks against
 official Python bindings, ``pip install libsvm-official``) skip with a reason when it is not installed.
 """
 
+import copy
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -169,6 +171,11 @@ def test_probability_models_round_trip_and_interchange_with_libsvm(tmp_path):
     save_libsvm_model(plain, tmp_path / "plain")
     assert "probA" not in (tmp_path / "plain").read_text()
     assert not hasattr(load_libsvm_model(tmp_path / "plain"), "predict_proba")
+    # probability switched off after the fit (scikit-learn's default string too): predict_proba is hidden,
+    # and the file has no sigmoids either
+    for off in (False, "deprecated"):
+        save_libsvm_model(copy.deepcopy(est).set_params(probability=off), tmp_path / "off")
+        assert "probA" not in (tmp_path / "off").read_text()
     svm = _libsvm()
     xx = [{j + 1: float(v) for j, v in enumerate(r)} for r in X]
     lib = svm.svm_load_model(str(tmp_path / "m"))
