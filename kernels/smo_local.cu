@@ -119,6 +119,13 @@ __device__ __forceinline__ void smo_limit(const double* sy, const double* sa, co
     lv = sy[v] > 0.0 ? sa[v] : S_(sc[v], sa[v]);
 }
 
+// The pair {u, v} in the order a step takes it: (i, j) with s_i >= s_j, s = -y g.
+__device__ __forceinline__ void smo_oriented(const double* sy, const double* sg, int u, int v, int& i, int& j) {
+    const bool keep = -sy[u] * sg[u] >= -sy[v] * sg[v];
+    i = keep ? u : v;
+    j = keep ? v : u;
+}
+
 // Gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0.
 template <typename T>
 __device__ double smo_clipped_gain(const T* K, int q, const double* sd, const double* sy, const double* sa,
@@ -232,28 +239,14 @@ __device__ void smo_block_solve(const T* __restrict__ K, int q, const double* sy
                 double g_ch = gw;
                 if (pu >= 0 && pbest > 0.0 && A_(S.gain1, gw) < M_(eta, A_(S.gain1, pbest))) {
                     g_ch = pbest;
-                    if (-sy[pu] * sg[pu] >= -sy[pv] * sg[pv]) {
-                        i = pu;
-                        j = pv;
-                    } else {
-                        i = pv;
-                        j = pu;
-                    }
+                    smo_oriented(sy, sg, pu, pv, i, j);
                 }
                 // the planning step's own working set (slot 0): the step along it lands where the plain
                 // SMO step would have, so that double step gains gain1 + g0 > 0; taken when the chosen
                 // pair's would gain less than eta times that (as the CPU twin)
                 const int p0 = S.hist_i[0], r0 = S.hist_j[0];
                 const double g0 = smo_clipped_gain(K, q, sd, sy, sa, sg, sc, p0, r0);
-                if (A_(S.gain1, g_ch) < M_(eta, A_(S.gain1, g0))) {
-                    if (-sy[p0] * sg[p0] >= -sy[r0] * sg[r0]) {
-                        i = p0;
-                        j = r0;
-                    } else {
-                        i = r0;
-                        j = p0;
-                    }
-                }
+                if (A_(S.gain1, g_ch) < M_(eta, A_(S.gain1, g0))) smo_oriented(sy, sg, p0, r0, i, j);
             }
             const double si = -sy[i] * sg[i], sj = -sy[j] * sg[j];
             const double b = S_(si, sj);

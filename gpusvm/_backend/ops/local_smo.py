@@ -96,6 +96,14 @@ def _curv(K, diag, u, v):
 
 
 @numba.njit(cache=True)
+def _oriented(y, g, u, v):
+    # the pair {u, v} in the order a step takes it: (i, j) with s_i >= s_j, s = -y g
+    if -y[u] * g[u] >= -y[v] * g[v]:
+        return u, v
+    return v, u
+
+
+@numba.njit(cache=True)
 def _clipped_gain(K, diag, y, a, g, C, u, v):
     # gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0
     su = -y[u] * g[u]
@@ -179,12 +187,7 @@ def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent
             g_ch = gw
             if pu >= 0 and pbest > 0.0 and gain1 + gw < eta * (gain1 + pbest):
                 g_ch = pbest
-                if -y[pu] * g[pu] >= -y[pv] * g[pv]:
-                    i = pu
-                    j = pv
-                else:
-                    i = pv
-                    j = pu
+                i, j = _oriented(y, g, pu, pv)
             # the planning step's own working set (slot 0): the step along it lands where the plain SMO
             # step would have, so that double step gains gain1 + g0 > 0; taken when the chosen pair's
             # would gain less than eta times that (partners clipped at the box cannot make up for a
@@ -193,12 +196,7 @@ def local_smo_core(K, y, a, g, C, diag, eps, rel_eps, max_steps, mode, pa_recent
             r0 = hist_j[0]
             g0 = _clipped_gain(K, diag, y, a, g, C, p0, r0)
             if gain1 + g_ch < eta * (gain1 + g0):
-                if -y[p0] * g[p0] >= -y[r0] * g[r0]:
-                    i = p0
-                    j = r0
-                else:
-                    i = r0
-                    j = p0
+                i, j = _oriented(y, g, p0, r0)
         # ---- the step --------------------------------------------------------------------
         si = -y[i] * g[i]
         sj = -y[j] * g[j]
