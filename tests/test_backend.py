@@ -344,3 +344,32 @@ def test_estimators_ask_auto_for_gpu_only_where_it_was_measured_faster(monkeypat
     with pytest.raises(Stop):
         est.fit(X, y)
     assert asked == [expect]
+
+
+def test_cpu_models_take_cupyx_csr_and_both_backends_read_it_as_cupy_does(gpu_backend):
+    """The CPU emulator's cupyx matrix is also a SciPy matrix (real CuPy's is not): the backends test for
+    cupyx first, so that a CPU model's predict moves it to the host (DCSVC.decision_function on a cupyx CSR
+    matrix raised in NumPy's bincount of device arrays) and the GPU backend keeps it as it is, as on a GPU."""
+    import cupy as cp
+    import cupyx.scipy.sparse as csp
+    import scipy.sparse as sp
+
+    from gpusvm import DCSVC, SVC
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 4))
+    X[rng.random(X.shape) < 0.4] = 0.0
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    Xd = csp.csr_matrix(sp.csr_matrix(X))
+    host = gpusvm.get_backend("cpu").asarray(Xd)
+    assert sp.issparse(host) and type(host.data) is np.ndarray
+    assert gpusvm.get_backend("cpu").asarray(Xd, np.float32).dtype == np.float32
+    assert gpu_backend.asarray(Xd) is Xd  # already on the device: no host round trip
+    for est in (SVC(device="cpu"), DCSVC(device="cpu", n_levels=1, n_clusters_per_level=2, min_cluster_size=0,
+                                         random_state=0)):
+        est.fit(X, y)
+        for level in ((None, 1) if isinstance(est, DCSVC) else (None,)):
+            kw = {} if level is None else {"level": level}
+            got = est.decision_function(Xd, **kw)
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_allclose(cp.asnumpy(got), est.decision_function(X, **kw), rtol=1e-12, atol=1e-12)

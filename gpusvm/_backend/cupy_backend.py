@@ -51,6 +51,13 @@ class CupyBackend(Backend):
 
     def asarray(self, x, dtype=None):
         with self.device:
+            # a cupyx matrix first: the CPU emulator's (tests/cudasim) is also a SciPy matrix, so it would take
+            # the host branch below, which real CuPy's never does
+            if csp.issparse(x):
+                x = x.tocsr()
+                if dtype is not None and x.dtype != dtype:
+                    x = x.astype(dtype)
+                return x
             if sp.issparse(x):
                 host, fits = _host_csr_for_device(x, dtype)
                 out = csp.csr_matrix(host)
@@ -60,11 +67,6 @@ class CupyBackend(Backend):
                         "this CuPy's int32 sparse indices can address (2**31 - 1). Fit on device='cpu', use "
                         "a newer CuPy with int64 sparse indices, or pass a dense array.")
                 return out
-            if csp.issparse(x):
-                x = x.tocsr()
-                if dtype is not None and x.dtype != dtype:
-                    x = x.astype(dtype)
-                return x
             return cp.asarray(x, dtype=dtype)
 
     def to_host(self, x):

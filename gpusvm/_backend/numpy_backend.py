@@ -15,14 +15,16 @@ class NumpyBackend(Backend):
     xp = np
 
     def asarray(self, x, dtype=None):
+        # a cupyx matrix first: the CPU emulator's (tests/cudasim) subclasses SciPy's, which real CuPy's does
+        # not, and the SciPy branch would keep its device arrays (a CPU model then failed on cupyx CSR input)
+        if _is_cupy_sparse(x):
+            x = x.get()
+            return x.astype(dtype) if dtype is not None and x.dtype != dtype else x
         if sp.issparse(x):
             x = x.tocsr()
             return x.astype(dtype) if dtype is not None and x.dtype != dtype else x
         if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):
             x = x.get()
-        elif _is_cupy_sparse(x):
-            x = x.get()
-            return x.astype(dtype) if dtype is not None and x.dtype != dtype else x
         return np.asarray(x, dtype=dtype)
 
     def to_host(self, x):
