@@ -134,6 +134,6 @@ def check_finite_model(dual, intercept, owner):
     if np.all(np.isfinite(dual)) and np.all(np.isfinite(intercept)):
         return
     raise ValueError(f"The dual coefficients or intercepts of {owner} are not finite: the Gram values overflowed "
-                     "(float32 Gram rows, the default gram_dtype, hold values up to 3.4e38, float64 ones up to 1.8e308; "
-                     "a 'linear' or 'poly' gram grows with the scale of X). Rescale X (e.g. with sklearn.preprocessing.StandardScaler), "
-                     "or lower gamma / degree.")
+                     "(float32 Gram rows, the default gram_dtype, hold values up to 3.4e38, float64 ones up to "
+                     "1.8e308; a 'linear' or 'poly' gram grows with the scale of X). Rescale X (e.g. with "
+                     "sklearn.preprocessing.StandardScaler), or lower gamma / degree.")
