@@ -64,8 +64,6 @@ def _plan(datasets, Cs, epss):
 
 
 def _machine(be):
-    import psutil  # noqa: F401  (bench extra)
-
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
