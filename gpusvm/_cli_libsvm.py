@@ -150,19 +150,22 @@ def _read(path):
     which takes index 0 too (scikit-learn's dump_svmlight_file writes 0-based files by default), the
     commands keep the indices as they are, so column 0 is empty for the usual 1-based files (no gram
     sees an all-zero feature) and model files carry the same indices as the data."""
+    import lzma
+
     from .datasets import load_svmlight
 
     try:
         return load_svmlight(path, zero_based=True)
-    except (OSError, ValueError) as exc:
-        line = _bad_line(path) if isinstance(exc, ValueError) else None
+    # (EOFError: a cut-off .gz/.bz2/.xz; LZMAError: a .xz that is not one; OverflowError: an index past int32)
+    except (OSError, ValueError, EOFError, OverflowError, lzma.LZMAError) as exc:
+        line = _bad_line(path) if isinstance(exc, (ValueError, OverflowError)) else None
         raise UsageError(f"can't read {path}: " + (f"wrong input format at line {line} ({exc})" if line else
                                                    str(exc))) from None
 
 
 def _bad_line(path):
     """The number of the first line of a LIBSVM data file that is not ``label index:value ...`` with
-    increasing indices (svm-train names it: "Wrong input format at line N"); blank lines, ``#`` comments
+    increasing indices below 2^31 (svm-train names it: "Wrong input format at line N"); blank lines, ``#`` comments
     and a leading ``qid:`` pair, which the reader takes, pass. None if every line passes or the file cannot
     be read."""
     from .datasets import _OPENERS
@@ -181,7 +184,7 @@ def _bad_line(path):
                         float(v)
                         if j == "qid" and i == 0:
                             continue
-                        if not sep or int(j) <= last:
+                        if not sep or int(j) <= last or int(j) >= 2**31:
                             return n
                         last = int(j)
                 except ValueError:

@@ -659,3 +659,26 @@ def test_commands_name_the_malformed_line(tmp_path, capsys, text, line):
         assert f"can't read {tmp_path / f}: wrong input format at line {line} (" in capsys.readouterr().err
         assert main(["predict", str(tmp_path / f), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
         assert f"wrong input format at line {line} (" in capsys.readouterr().err
+
+
+def test_commands_report_corrupt_compressed_files_and_huge_indices(tmp_path, capsys):
+    """A cut-off .gz / .xz (EOFError), a .xz that is not one (LZMAError) and a feature index past the reader's
+    int32 (OverflowError) ended the commands with a traceback; svm-train / svm-predict print a message."""
+    import gzip
+    import lzma
+
+    text = b"1 1:0.5\n-1 1:-0.5\n"
+    (tmp_path / "tr").write_bytes(text)
+    assert main(["train", "-q", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    (tmp_path / "cut.xz").write_bytes(lzma.compress(text)[:30])
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(text)[:20])
+    (tmp_path / "not.xz").write_bytes(text)
+    for name, match in [("cut.xz", "Compressed file ended"), ("cut.gz", "Compressed file ended"),
+                        ("not.xz", "can't read")]:
+        assert main(["train", str(tmp_path / name), str(tmp_path / "m2")]) == 1
+        assert match in capsys.readouterr().err
+        assert main(["predict", str(tmp_path / name), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+        assert match in capsys.readouterr().err
+    (tmp_path / "big").write_text("1 1:0.5\n-1 3000000000:1\n")
+    assert main(["train", str(tmp_path / "big"), str(tmp_path / "m2")]) == 1
+    assert "wrong input format at line 2 (" in capsys.readouterr().err
