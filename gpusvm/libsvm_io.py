@@ -315,6 +315,8 @@ def _parse_model(path, first_index=1, one_class=False):
                          f"{k} nr_sv counts; got {rho.shape[0]}, {len(labels)}, {nr_sv.shape[0]}.")
     if len(set(labels)) != k:
         raise ValueError(f"{path}: repeated class labels {labels}.")
+    if np.any(nr_sv < 0):
+        raise ValueError(f"{path}: negative support vector count in 'nr_sv {' '.join(map(str, nr_sv))}'.")
     if int(nr_sv.sum()) != total or len(body) != total:
         raise ValueError(f"{path}: total_sv {total}, nr_sv sums to {int(nr_sv.sum())}, and the file has "
                          f"{len(body)} support vector lines: they must agree.")

@@ -682,3 +682,16 @@ def test_commands_report_corrupt_compressed_files_and_huge_indices(tmp_path, cap
     (tmp_path / "big").write_text("1 1:0.5\n-1 3000000000:1\n")
     assert main(["train", str(tmp_path / "big"), str(tmp_path / "m2")]) == 1
     assert "wrong input format at line 2 (" in capsys.readouterr().err
+
+
+def test_negative_support_vector_counts_are_refused(tmp_path, capsys):
+    """'nr_sv 3 -1 2' sums to total_sv 4 and passed, giving a model of n_support_ [3, -1, 2] and garbage
+    decision values, silently."""
+    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 3\ntotal_sv 4\nrho 0.1 -0.2 0.3\nlabel 1 2 3\n"
+            "nr_sv 3 -1 2\nSV\n0.5 0.2 1:1 2:0.5\n-0.5 0.1 1:0.3\n-0.2 0.4 2:1\n-0.1 -0.6 1:-1 3:2\n")
+    (tmp_path / "m").write_text(text)
+    with pytest.raises(ValueError, match="negative support vector count in 'nr_sv 3 -1 2'"):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "te").write_text("1 1:0.5\n")
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    assert "negative support vector count" in capsys.readouterr().err
