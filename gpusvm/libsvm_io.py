@@ -348,10 +348,17 @@ def _parse_model(path, first_index=1, one_class=False):
     cols_a = np.asarray(cols, dtype=np.int64)
     if cols_a.size and cols_a.min() < 0:
         raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + first_index}.")
+    rows_a = np.asarray(rows, dtype=np.int64)
+    by_entry = np.lexsort((cols_a, rows_a))
+    repeated = np.flatnonzero((np.diff(rows_a[by_entry]) == 0) & (np.diff(cols_a[by_entry]) == 0))
+    if repeated.size:  # (a dense model would keep the last value, a sparse one their sum, LIBSVM neither)
+        at = by_entry[repeated[0]]
+        raise ValueError(f"{path}: support vector line {int(rows_a[at]) + 1} repeats feature index "
+                         f"{int(cols_a[at]) + first_index}.")
     return {"path": path, "kernel": kernel, "gamma": one("gamma", float, required=kernel != "linear"),
             "degree": one("degree", int, required=False), "coef0": one("coef0", float, required=False),
             "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef, "prob": prob,
-            "rows": np.asarray(rows, dtype=np.int64), "cols": cols_a, "vals": np.asarray(vals),
+            "rows": rows_a, "cols": cols_a, "vals": np.asarray(vals),
             "width": int(cols_a.max()) + 1 if cols_a.size else 0}
 
 

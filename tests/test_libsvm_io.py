@@ -695,3 +695,16 @@ def test_negative_support_vector_counts_are_refused(tmp_path, capsys):
     (tmp_path / "te").write_text("1 1:0.5\n")
     assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
     assert "negative support vector count" in capsys.readouterr().err
+
+
+def test_repeated_feature_index_in_a_support_vector_is_refused(tmp_path, capsys):
+    """'1:1 1:0.5' on a support vector line loaded silently, and differently by the two readers: the dense
+    model of load_libsvm_model kept the last value (0.5), the sparse one of gpusvm predict their sum (1.5)."""
+    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\n"
+            "nr_sv 1 1\nSV\n0.5 1:0.2\n-0.5 1:1 2:0.3 1:0.5\n")
+    (tmp_path / "m").write_text(text)
+    with pytest.raises(ValueError, match="support vector line 2 repeats feature index 1"):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "te").write_text("1 1:0.5\n")
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    assert "support vector line 2 repeats feature index 1" in capsys.readouterr().err
