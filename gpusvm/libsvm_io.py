@@ -307,6 +307,8 @@ def _parse_model(path, first_index=1, one_class=False):
     if k == 1 and one_class and len(labels) == 1 and total == 0:
         return {"path": path, "k": 1, "labels": labels, "prob": True if "probA" in header and "probB" in header
                 else None}
+    if k < 1:
+        raise ValueError(f"{path}: nr_class {k}: a model has at least one class.")
     if k < 2:
         raise ValueError(f"{path}: nr_class {k}: LIBSVM writes such a model when its training file holds a single "
                          "label (it predicts that label for every point); gpusvm's SVC needs at least two classes.")

@@ -116,6 +116,7 @@ def test_bad_models_and_files_raise_clear_errors(tmp_path, iris):
                        ([lines[0], "kernel_type precomputed"] + lines[2:], "precomputed"),
                        ([ln for ln in lines if ln != "SV"], "no 'SV' line"),
                        (lines[:-1], "total_sv"),
+                       ([ln if not ln.startswith("nr_class") else "nr_class 0" for ln in lines], "at least one class"),
                        ([ln if not ln.startswith("rho") else "rho 0.1" for ln in lines], "rho values"),
                        (lines[:5] + ["probA -1", "probB 0"] + lines[5:], "probA and probB values"),
                        (lines[:5] + ["probA -1 x -1", "probB 0 0 0"] + lines[5:], "probA / probB")]:
