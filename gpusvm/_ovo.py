@@ -92,14 +92,17 @@ def ovo_decision_function(dec, n_classes, shape, lib):
 def ovo_predict(dec, classes, lib, tie_order=None):
     """LIBSVM's one-vs-one vote, in the input's array library. Ties go to the lower class index, or with
     ``tie_order`` (class indices, first preferred: a LIBSVM file's label order) to the class listed
-    first there, as LIBSVM's vote in its label order."""
+    first there, as LIBSVM's vote in its label order. A pair value of exactly 0 votes for the pair's
+    second class: the higher index, or with ``tie_order`` the class listed later there (LIBSVM votes
+    ``dec > 0`` for the first label of the pair in its order, else for the second)."""
     d = to_numpy(dec)
     k = len(classes)
     votes = np.zeros((d.shape[0], k), dtype=np.int64)
+    rank = np.arange(k) if tie_order is None else np.argsort(np.asarray(tie_order))  # class -> place in order
     p = 0
     for a in range(k):
         for b in range(a + 1, k):
-            pos = d[:, p] > 0
+            pos = d[:, p] > 0 if rank[a] < rank[b] else d[:, p] >= 0  # (flipped pair: a is LIBSVM's second)
             votes[:, a] += pos
             votes[:, b] += ~pos
             p += 1

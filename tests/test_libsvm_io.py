@@ -709,3 +709,29 @@ def test_repeated_feature_index_in_a_support_vector_is_refused(tmp_path, capsys)
     (tmp_path / "te").write_text("1 1:0.5\n")
     assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
     assert "support vector line 2 repeats feature index 1" in capsys.readouterr().err
+
+
+def test_a_pair_value_of_zero_votes_as_in_libsvm(tmp_path, capsys):
+    """svm-predict votes ``dec > 0`` for the first label of a pair in the file's order, else for the second;
+    our vote ran in sorted order, so a value of exactly 0 in a pair whose order flips went to the other
+    class ("label 1 -1": svm-predict says -1, we said 1; "label 3 1 2", all values 0: 2, we said 3)."""
+    sv = "SV\n1 1:1\n-1 1:1\n"
+    for labels, expect in [("1 -1", -1), ("-1 1", 1), ("2 5", 5), ("5 2", 2)]:
+        (tmp_path / "m").write_text(f"svm_type c_svc\nkernel_type linear\nnr_class 2\ntotal_sv 2\nrho 0\n"
+                                    f"label {labels}\nnr_sv 1 1\n{sv}")
+        assert load_libsvm_model(tmp_path / "m").predict(np.array([[0.3]]))[0] == expect, labels
+    (tmp_path / "m3").write_text("svm_type c_svc\nkernel_type linear\nnr_class 3\ntotal_sv 3\nrho 0 0 0\n"
+                                 "label 3 1 2\nnr_sv 1 1 1\nSV\n0 0 1:1\n0 0 1:1\n0 0 1:1\n")
+    m = load_libsvm_model(tmp_path / "m3")
+    assert m.predict(np.array([[0.3]]))[0] == 2
+    (tmp_path / "te").write_text("2 1:0.3\n")
+    assert main(["predict", "-q", str(tmp_path / "te"), str(tmp_path / "m3"), str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o").read_text() == "2\n"
+    m.__dict__.pop("_label_order")  # sorted order, as a Python fit: 0 in pair (a, b) votes for b, 3 wins
+    assert m.predict(np.array([[0.3]]))[0] == 3
+    try:
+        from libsvm import svmutil
+    except ImportError:
+        return
+    lib = svmutil.svm_load_model(str(tmp_path / "m3"))
+    assert svmutil.svm_predict([0], [{1: 0.3}], lib, "-q")[0] == [2.0]
