@@ -301,7 +301,7 @@ def _parse_model(path, first_index=1, one_class=False):
         rho = np.array([float(v) for v in header.get("rho", [])])
         labels = [int(float(v)) for v in header.get("label", [])]
         nr_sv = np.array([int(v) for v in header.get("nr_sv", [])], dtype=np.int64)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # (OverflowError: a label of inf / 1e400, a count past int64)
         raise ValueError(f"{path}: bad number in the rho / label / nr_sv lines of the header.") from exc
     n_pairs = k * (k - 1) // 2
     if k == 1 and one_class and len(labels) == 1 and total == 0:
@@ -347,7 +347,10 @@ def _parse_model(path, first_index=1, one_class=False):
                 vals.append(float(v))
         except ValueError as exc:
             raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
-    cols_a = np.asarray(cols, dtype=np.int64)
+    try:
+        cols_a = np.asarray(cols, dtype=np.int64)
+    except OverflowError as exc:
+        raise ValueError(f"{path}: a feature index of the support vectors is too large.") from exc
     if cols_a.size and cols_a.min() < 0:
         raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + first_index}.")
     rows_a = np.asarray(rows, dtype=np.int64)
