@@ -46,9 +46,13 @@ class GramSpec:
         if (self.kind == "precomputed") != (self.matrix is not None):
             raise ValueError("A GramSpec has a matrix exactly when its kind is 'precomputed'.")
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, numbers.Real) or not (
-            math.isfinite(self.gamma) and self.gamma > 0
+            math.isfinite(self.gamma) and self.gamma >= 0
         ):
-            raise ValueError(f"The 'gamma' parameter must be a float in the range (0.0, inf). Got {self.gamma!r} instead.")
+            raise ValueError(f"The 'gamma' parameter must be a float in the range [0.0, inf). Got {self.gamma!r} "
+                             "instead.")
+        if self.gamma == 0 and self.kind not in ("linear", "precomputed"):  # (those two ignore gamma)
+            raise ValueError(f"The 'gamma' parameter must be > 0 for the {self.kind!r} gram. Got {self.gamma!r}, which "
+                             "makes it constant (k(x, z) no longer depends on x and z).")
         if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or not math.isfinite(self.coef0):
             raise ValueError(f"The 'coef0' parameter must be a finite float. Got {self.coef0!r} instead.")
         low = 1 if self.kind == "poly" else 0  # (only the polynomial gram uses the degree)

@@ -58,6 +58,19 @@ def check_degree(degree, kernel, owner):
     return degree
 
 
+def check_gamma(gamma, kernel, owner):
+    """``gamma`` as scikit-learn's SVC takes it: "scale", "auto" or a float >= 0, except that a float 0 makes
+    the rbf, poly and sigmoid grams constant and is refused with a message saying so, as :func:`check_degree`
+    refuses degree 0 (the linear gram and a precomputed or callable one ignore gamma, so 0 passes there)."""
+    if isinstance(gamma, str):
+        return check_options(gamma, "gamma", owner, ("scale", "auto"))
+    check_scalar(gamma, "gamma", owner, low=0.0)
+    if gamma == 0 and isinstance(kernel, str) and kernel in ("rbf", "poly", "sigmoid"):
+        raise ValueError(f"gamma=0 makes the {kernel!r} gram constant (k(x, z) no longer depends on x and z), so it "
+                         f"cannot separate the classes; {owner} needs gamma > 0 for kernel={kernel!r}.")
+    return gamma
+
+
 def check_options(value, name, owner, options):
     """Validate a string hyperparameter against its allowed values."""
     if not isinstance(value, str) or value not in options:

@@ -19,7 +19,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision, _decision_threads
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree,
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_scalar, check_X, to_numpy, weights_per_sample)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
@@ -324,10 +324,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         check_options(self.kernel, "kernel", own, _KERNELS)
         check_options(self.decision_function_shape, "decision_function_shape", own, ("ovr", "ovo"))
         check_degree(self.degree, self.kernel, own)
-        if isinstance(self.gamma, str):
-            check_options(self.gamma, "gamma", own, ("scale", "auto"))
-        else:
-            check_scalar(self.gamma, "gamma", own, low=0.0, low_open=True)
+        check_gamma(self.gamma, self.kernel, own)
         check_scalar(self.coef0, "coef0", own)
         check_scalar(self.n_levels, "n_levels", own, kind="int", low=1)
         check_scalar(self.n_clusters_per_level, "n_clusters_per_level", own, kind="int", low=2)

@@ -23,8 +23,8 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
 from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers.smo import ROWS_SOLVERS
-from ._validation import (check_class_labels, check_class_weight, check_degree, check_options, check_scalar,
-                          check_X, to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_class_labels, check_class_weight, check_degree, check_gamma, check_options,
+                          check_scalar, check_X, to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["SVC"]
 
@@ -385,10 +385,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if not callable(self.kernel):
             check_options(self.kernel, "kernel", "SVC", _KERNELS)
         check_degree(self.degree, self.kernel, "SVC")
-        if isinstance(self.gamma, str):
-            check_options(self.gamma, "gamma", "SVC", ("scale", "auto"))
-        else:
-            check_scalar(self.gamma, "gamma", "SVC", low=0.0, low_open=True)
+        check_gamma(self.gamma, self.kernel, "SVC")
         check_scalar(self.coef0, "coef0", "SVC")
         check_scalar(self.tol, "tol", "SVC", low=0.0, low_open=True)
         check_scalar(self.cache_size, "cache_size", "SVC", low=0.0, low_open=True)

@@ -311,3 +311,27 @@ def test_svc_verbose_prints_libsvm_summary(capsys):
     assert f"rho = {model.intercept_[0]:.6f}" in out
     assert f"obj = {-model.objective_[0]:.6f}" in out
     assert f"nSV = {model.support_.shape[0]}," in out
+
+
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_gamma_zero_as_scikit_learn(name):
+    """scikit-learn takes any gamma >= 0: the linear gram (and a precomputed one) ignore it, so gamma=0 must
+    fit there as any other value does (it was refused as outside (0, inf)); for the rbf, poly and sigmoid
+    grams 0 makes the gram constant and is refused with a message saying why, as degree=0 is."""
+    import gpusvm
+
+    Est = getattr(gpusvm, name)
+    X, y = _small_problem()
+    kw = dict(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, random_state=0) if name == "DCSVC" else {}
+    ref = Est(kernel="linear", gamma=0.5, device="cpu", **kw).fit(X, y).decision_function(X)
+    got = Est(kernel="linear", gamma=0.0, device="cpu", **kw).fit(X, y).decision_function(X)
+    np.testing.assert_array_equal(got, ref)
+    if name == "SVC":
+        K = X @ X.T
+        pre = Est(kernel="precomputed", gamma=0, device="cpu").fit(K, y).decision_function(K)
+        np.testing.assert_allclose(pre, ref, rtol=1e-7, atol=1e-7)
+    for kernel in ("rbf", "poly", "sigmoid"):
+        with pytest.raises(ValueError, match=f"gamma=0 makes the '{kernel}' gram constant"):
+            Est(kernel=kernel, gamma=0.0, device="cpu", **kw).fit(X, y)
+    with pytest.raises(ValueError, match=r"'gamma' parameter .* range \[0.0, inf\)"):
+        Est(kernel="linear", gamma=-1.0, device="cpu", **kw).fit(X, y)
