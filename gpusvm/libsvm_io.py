@@ -232,7 +232,7 @@ def _parse_header(fh, path):
     raise ValueError(f"{path}: not a LIBSVM model file (no 'SV' line ends the header).")
 
 
-def load_libsvm_model(path, *, n_features=None, device="cpu"):
+def load_libsvm_model(path, *, n_features=None, device="cpu", zero_based="auto"):
     """Read a LIBSVM C-SVC model file into a fitted :class:`~gpusvm.SVC`.
 
     Parameters
@@ -246,6 +246,12 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
         the gram as in LIBSVM, e.g. through ``||x||^2`` of the RBF gram).
     device : {"cpu", "gpu", "gpu:N"}, default="cpu"
         Where the model's arrays (and its predictions) live.
+    zero_based : bool or "auto", default="auto"
+        Whether feature index 0 of the file is column 0 (True) or index 1 is (False: LIBSVM's usual
+        1-based files). "auto", as ``sklearn.datasets.load_svmlight_file``'s: 0-based when the file has
+        an index 0 (a model trained on a 0-based data file, e.g. by ``gpusvm train`` on what
+        ``sklearn.datasets.dump_svmlight_file`` writes by default), else 1-based. Load the data you
+        predict on with the same choice.
 
     Returns
     -------
@@ -259,17 +265,21 @@ def load_libsvm_model(path, *, n_features=None, device="cpu"):
     Raises
     ------
     ValueError
-        A malformed file, a model type other than C-SVC or a precomputed kernel, or ``n_features``
-        smaller than the file's largest feature index.
+        A malformed file, a model type other than C-SVC or a precomputed kernel, ``n_features``
+        smaller than the file's largest feature index, or a feature index 0 with ``zero_based=False``.
     """
-    return _build_model(_parse_model(path), n_features, device)
+    if not (isinstance(zero_based, (bool, np.bool_)) or (isinstance(zero_based, str) and zero_based == "auto")):
+        raise ValueError(f"The 'zero_based' parameter of load_libsvm_model must be a bool or 'auto'. Got "
+                         f"{zero_based!r} instead.")
+    first_index = "auto" if isinstance(zero_based, str) else 0 if zero_based else 1
+    return _build_model(_parse_model(path, first_index), n_features, device)
 
 
 def _parse_model(path, first_index=1, one_class=False):
     """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
     entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator.
     Feature index ``first_index`` is column 0 (``gpusvm train`` / ``predict`` use 0: column = index,
-    as LIBSVM, which also takes index 0). ``one_class``: a model of one label (``nr_class 1``, what
+    as LIBSVM, which also takes index 0; "auto": 0 when the file has an index 0, else 1). ``one_class``: a model of one label (``nr_class 1``, what
     svm-train writes for a training file of a single label) gives ``{"k": 1, "labels": [label], "prob": p}``,
     ``p`` True when the file has probA and probB lines (svm-train -b 1), else None."""
     path = os.fspath(path)
@@ -343,7 +353,7 @@ def _parse_model(path, first_index=1, one_class=False):
             for t in tok[k - 1:]:
                 j, _, v = t.partition(":")
                 rows.append(i)
-                cols.append(int(j) - first_index)
+                cols.append(int(j))
                 vals.append(float(v))
         except ValueError as exc:
             raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
@@ -351,8 +361,12 @@ def _parse_model(path, first_index=1, one_class=False):
         cols_a = np.asarray(cols, dtype=np.int64)
     except OverflowError as exc:
         raise ValueError(f"{path}: a feature index of the support vectors is too large.") from exc
+    if first_index == "auto":
+        first_index = 0 if cols_a.size and cols_a.min() == 0 else 1
+    cols_a -= first_index
     if cols_a.size and cols_a.min() < 0:
-        raise ValueError(f"{path}: feature indices are 1-based; found index {int(cols_a.min()) + first_index}.")
+        raise ValueError(f"{path}: feature indices start at {first_index} here; found index "
+                         f"{int(cols_a.min()) + first_index}.")
     rows_a = np.asarray(rows, dtype=np.int64)
     by_entry = np.lexsort((cols_a, rows_a))
     repeated = np.flatnonzero((np.diff(rows_a[by_entry]) == 0) & (np.diff(cols_a[by_entry]) == 0))

@@ -554,6 +554,38 @@ def test_commands_take_feature_index_zero(tmp_path, capsys):
     np.testing.assert_array_equal(np.asarray(p_lib, dtype=int), pred)
 
 
+def test_load_model_of_a_zero_based_file(tmp_path):
+    """load_libsvm_model refused ("feature indices are 1-based; found index 0") what `gpusvm train` writes for
+    a 0-based data file (scikit-learn's dump_svmlight_file default); zero_based="auto", as
+    load_svmlight_file's, reads such a model 0-based and a file without index 0 1-based as before."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = make_classification(120, 4, random_state=3)
+    y = np.where(y == 1, 1, -1)
+    dump_svmlight_file(X, y, str(tmp_path / "zero"))
+    assert main(["train", "-q", "-g", "0.5", str(tmp_path / "zero"), str(tmp_path / "m")]) == 0
+    Xz, _ = load_svmlight_file(str(tmp_path / "zero"))  # "auto": 0-based here, 4 columns
+    ref = SVC(gamma=0.5, device="cpu").fit(X, y)
+    for zb in ("auto", True):
+        got = load_libsvm_model(tmp_path / "m", zero_based=zb)
+        assert got.n_features_in_ == 4
+        np.testing.assert_allclose(got.decision_function(Xz.toarray()), ref.decision_function(X), rtol=1e-6,
+                                   atol=1e-6)
+    with pytest.raises(ValueError, match="feature indices start at 1 here; found index 0"):
+        load_libsvm_model(tmp_path / "m", zero_based=False)
+    with pytest.raises(ValueError, match="'zero_based' parameter of load_libsvm_model"):
+        load_libsvm_model(tmp_path / "m", zero_based="yes")
+    # a 1-based model: "auto" and False read it as before; True sees one more (empty) leading column
+    save_libsvm_model(ref, tmp_path / "m1")
+    for zb in ("auto", False):
+        np.testing.assert_allclose(load_libsvm_model(tmp_path / "m1", zero_based=zb).decision_function(X),
+                                   ref.decision_function(X), rtol=1e-6, atol=1e-6)
+    shifted = load_libsvm_model(tmp_path / "m1", zero_based=True)
+    assert shifted.n_features_in_ == 5
+    np.testing.assert_allclose(shifted.decision_function(np.hstack([np.zeros((120, 1)), X])),
+                               ref.decision_function(X), rtol=1e-6, atol=1e-6)
+
+
 def test_commands_on_a_single_class_as_svm_train(tmp_path, capsys):
     """svm-train writes a model of one label for a training file of one label (no support vectors) and
     svm-predict predicts that label everywhere; so do the commands (our file is svm-train 3.24's to the
