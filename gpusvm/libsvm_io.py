@@ -36,6 +36,7 @@ loading give back the same model bit for bit.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -58,6 +59,12 @@ def _int_labels(classes) -> list[int]:
                              f"{np.asarray(classes).tolist()!r}. Refit with integer labels (e.g. "
                              "sklearn.preprocessing.LabelEncoder) to save it in LIBSVM format.")
         out.append(int(c))
+    if any(abs(c) >= 2**31 for c in out):
+        # (LIBSVM reads labels with %d into a C int: 2**40 came back as 0 there, while our reader keeps it)
+        warnings.warn(f"class labels {[c for c in out if abs(c) >= 2**31]} lie outside the 32-bit int range "
+                      "of LIBSVM's labels: LIBSVM will misread this model file (gpusvm reads it back "
+                      "correctly). Refit with smaller labels (e.g. sklearn.preprocessing.LabelEncoder) for "
+                      "LIBSVM.", UserWarning, stacklevel=3)
     return out
 
 

@@ -784,3 +784,19 @@ def test_numbers_too_large_in_a_model_file_are_reported(tmp_path, capsys, old, n
     (tmp_path / "te").write_text("1 1:0.5\n")
     assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
     assert match in capsys.readouterr().err
+
+
+def test_save_warns_of_labels_libsvm_cannot_read(tmp_path):
+    """LIBSVM reads model labels as 32-bit ints (2**40 came back as 0 there); saving such labels was silent.
+    Now a warning names them; our own reader still gives the model back."""
+    import warnings
+
+    X, y = make_classification(60, 4, random_state=0)
+    big = np.where(y == 1, 2**40, 3)
+    clf = SVC(device="cpu").fit(X, big)
+    with pytest.warns(UserWarning, match=r"class labels \[1099511627776\] lie outside the 32-bit int range"):
+        save_libsvm_model(clf, tmp_path / "m")
+    np.testing.assert_array_equal(load_libsvm_model(tmp_path / "m").predict(X), clf.predict(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        save_libsvm_model(SVC(device="cpu").fit(X, np.where(y == 1, 2**31 - 1, -(2**31) + 1)), tmp_path / "ok")
