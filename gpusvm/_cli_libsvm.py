@@ -216,6 +216,9 @@ def train_main(args) -> int:
     except UsageError as exc:
         print(f"gpusvm train: {exc}", file=sys.stderr)
         return 1
+    if X.shape[0] == 0:  # (-v used to print "Cross Validation Accuracy = nan%" with NumPy warnings and exit 0)
+        print(f"gpusvm train: {train_file} holds no data lines: nothing to train on.", file=sys.stderr)
+        return 1
     import warnings
 
     import numpy as np

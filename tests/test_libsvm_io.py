@@ -800,3 +800,14 @@ def test_save_warns_of_labels_libsvm_cannot_read(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         save_libsvm_model(SVC(device="cpu").fit(X, np.where(y == 1, 2**31 - 1, -(2**31) + 1)), tmp_path / "ok")
+
+
+@pytest.mark.parametrize("extra", [[], ["-v", "2"]], ids=["train", "cross-validation"])
+def test_train_command_on_an_empty_file(tmp_path, capsys, extra):
+    """An empty training file is an error with and without -v (-v printed "Cross Validation Accuracy = nan%"
+    with NumPy's empty-mean warnings and exited 0)."""
+    (tmp_path / "empty").write_text("")
+    assert main(["train", "-q", *extra, str(tmp_path / "empty"), str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err
+    assert "holds no data lines" in err and "RuntimeWarning" not in err
+    assert not (tmp_path / "m").exists()
