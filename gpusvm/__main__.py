@@ -123,6 +123,9 @@ def _bench(args) -> int:
     except ValueError as exc:  # bad names in --solvers / --datasets / --devices
         print(f"gpusvm bench: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out names a file, or a folder that cannot be created or written
+        print(f"gpusvm bench: cannot write the outputs to --out {args.out}: {exc}", file=sys.stderr)
+        return 2
     return 0 if doc["rows"] else 1
 
 
@@ -178,7 +181,11 @@ def main(argv=None) -> int:
                 print(f"gpusvm report: {f} is not a JSON file written by 'gpusvm bench'", file=sys.stderr)
                 return 2
             docs.append(doc)
-        report.write_all(report.merge(docs), args.out, plots=not args.no_plots)
+        try:
+            report.write_all(report.merge(docs), args.out, plots=not args.no_plots)
+        except OSError as exc:
+            print(f"gpusvm report: cannot write the outputs to --out {args.out}: {exc}", file=sys.stderr)
+            return 2
         return 0
     p.print_help()
     return 2

@@ -413,3 +413,20 @@ def test_repeated_device_or_solver_names_run_once(tmp_path):
                   devices=("cpu", "cpu"), plots=False)
     assert [(r["solver"], r["device"]) for r in doc["rows"]] == [("sklearn-svc", "cpu"), ("svc-smo", "cpu")]
     assert doc["settings"]["devices"] == ["cpu"]
+
+
+def test_cli_out_naming_a_file_fails_before_running(tmp_path, capsys):
+    # '--out FILE' ran every row, then died in mkdir with a FileExistsError traceback (exit 1); 'report' too
+    out = tmp_path / "taken"
+    out.write_text("not a folder")
+    rc = main(["bench", "--suite", "tiny", "--solvers", "sklearn-svc", "--datasets", "chess-600", "--devices", "cpu",
+               "--out", str(out), "--no-plots"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"gpusvm bench: cannot write the outputs to --out {out}" in err
+    assert "warm-up" not in err  # refused before any row ran
+    assert main(["bench", "--suite", "tiny", "--solvers", "sklearn-svc", "--datasets", "chess-600", "--devices",
+                 "cpu", "--out", str(tmp_path), "--no-plots"]) == 0
+    capsys.readouterr()
+    rc = main(["report", str(tmp_path / "bench_tiny-chess-600_cpu.json"), "--out", str(out), "--no-plots"])
+    assert rc == 2 and f"gpusvm report: cannot write the outputs to --out {out}" in capsys.readouterr().err
+    assert out.read_text() == "not a folder"

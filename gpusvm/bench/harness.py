@@ -681,6 +681,8 @@ def run(settings: Settings | None = None, log=None, **kwargs) -> dict:
 
     settings = settings or Settings(**kwargs)
     h = Harness(settings, log=log)
+    if h.s.out:  # an --out that names a file failed only when the last outputs were written, after every row
+        Path(h.s.out).mkdir(parents=True, exist_ok=True)
 
     def checkpoint(doc):  # JSON / Markdown / table after each row; plots at the end
         report.write_all(doc, h.s.out, plots=False, log=lambda m: None, print_table=False)
