@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import numbers
 import os
 from pathlib import Path
 
@@ -72,10 +73,10 @@ def make_chessboard(n_samples, n_tiles=4, random_state=None, dtype=np.float64):
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,), values in {-1, +1}
     """
-    if int(n_samples) < 1:
-        raise ValueError(f"The 'n_samples' parameter must be an int >= 1. Got {n_samples!r} instead.")
-    if int(n_tiles) < 1:
-        raise ValueError(f"The 'n_tiles' parameter must be an int >= 1. Got {n_tiles!r} instead.")
+    # int() let n_tiles=2.5 through: tiles clipped to 1.5 gave labels of no chess-board
+    for name, v in (("n_samples", n_samples), ("n_tiles", n_tiles)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"The {name!r} parameter must be an int >= 1. Got {v!r} instead.")
     rng = np.random.default_rng(random_state)
     X = rng.random((int(n_samples), 2)).astype(dtype)
     tiles = np.minimum((X * n_tiles).astype(np.int64), n_tiles - 1)

@@ -69,3 +69,16 @@ def test_bundled():
     assert X.shape == (569, 30) and abs(X.mean()) < 1e-8
     with pytest.raises(ValueError, match="'name'"):
         load_bundled("iris")
+
+
+@pytest.mark.parametrize("kw", [{"n_tiles": 2.5}, {"n_tiles": "4"}, {"n_tiles": True}, {"n_samples": 2.5},
+                                {"n_samples": None}, {"n_tiles": float("nan")}])
+def test_chessboard_refuses_non_integer_sizes(kw):
+    # n_tiles=2.5 passed int(n_tiles) >= 1 and clipped tiles to 1.5: labels of no chess-board, no error;
+    # a string or None failed deep inside NumPy (or in int()) with a TypeError
+    name = next(iter(kw))
+    args = {"n_samples": 100, **kw}
+    with pytest.raises(ValueError, match=f"The '{name}' parameter must be an int >= 1"):
+        make_chessboard(**args, random_state=0)
+    X, y = make_chessboard(np.int64(100), n_tiles=np.int64(3), random_state=0)
+    np.testing.assert_array_equal(y, np.where((X * 3).astype(int).sum(1) % 2 == 0, 1, -1))
