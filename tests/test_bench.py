@@ -430,3 +430,18 @@ def test_cli_out_naming_a_file_fails_before_running(tmp_path, capsys):
     rc = main(["report", str(tmp_path / "bench_tiny-chess-600_cpu.json"), "--out", str(out), "--no-plots"])
     assert rc == 2 and f"gpusvm report: cannot write the outputs to --out {out}" in capsys.readouterr().err
     assert out.read_text() == "not a folder"
+
+
+def test_report_merging_runs_of_different_suites_names_them_all(tmp_path):
+    # the merged outputs were titled "suite `tiny`" and written to bench_tiny_cpu.* although half the rows came
+    # from the default suite (overwriting a real tiny run's outputs in the same folder)
+    from gpusvm.bench import report
+
+    doc, _ = _run(tmp_path, solvers=("sklearn-svc",), datasets=("chess-600",), plots=False, out=None)
+    other = {**json.loads(json.dumps(doc)), "suite": "default"}
+    merged = report.merge([doc, other, doc])
+    assert merged["suite"] == "tiny+default"
+    paths = report.write_all(merged, tmp_path / "m", plots=False, log=lambda m: None, print_table=False)
+    assert paths["json"].endswith("bench_tiny+default_cpu.json")
+    assert "# gpusvm bench: suite `tiny+default`" in report.to_markdown(merged)
+    assert report.merge([doc, doc])["suite"] == "tiny"

@@ -193,7 +193,8 @@ def _fmt_setting(v) -> str:
 
 def merge(docs: list[dict]) -> dict:
     """One document from several runs' JSON documents (e.g. the paper suite run one data set at a time):
-    rows and data sets concatenated in order; settings, machine and versions of the first, and under
+    rows and data sets concatenated in order; the suite names of the runs joined by "+" when they differ
+    (``tiny+default``); settings, machine and versions of the first, and under
     ``settings_per_run`` each setting in which the runs differ (one value per run); a device usable
     where any run used it; each source's command, creation time, machine and GPU kept under
     ``merged_from``. Speed-ups stay as each run measured them (a row is only compared with the reference of
@@ -223,6 +224,9 @@ def merge(docs: list[dict]) -> dict:
                                    "suite": d.get("suite"), "cpu_model": d["machine"].get("cpu_model"),
                                    "gpu": g.get("name"), "git": d.get("git"), "complete": d.get("complete")})
     out["devices"] = list(devices.values())
+    # runs of different suites were titled and named after the first one only (bench_tiny_cpu.json with
+    # the default suite's rows in it, overwriting a real tiny run's outputs in the same folder)
+    out["suite"] = "+".join(dict.fromkeys(str(d.get("suite")) for d in docs))
     out["elapsed_s"] = sum(d.get("elapsed_s", 0.0) for d in docs)
     out["complete"] = all(d.get("complete", False) for d in docs)
     machines = {(m["cpu_model"], m["gpu"]) for m in out["merged_from"]}
