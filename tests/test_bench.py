@@ -223,6 +223,8 @@ def test_cli_bench(tmp_path, capsys):
     (["--max-train", "0"], "'max_train' parameter"),  # no data set loaded
     (["--max-test", "-1"], "'max_test' parameter"),
     (["--data-dir", "/nonexistent"], "'data_dir' parameter"),  # the tiny suite reads no files: ignored
+    (["--seed", "-1"], "'seed' parameter"),  # every data set failed to load, after the device probe (exit 1)
+    (["--seed", str(2**32)], "'seed' parameter"),
 ])
 def test_cli_rejects_unknown_names(tmp_path, capsys, args, message):
     rc = main(["bench", "--suite", "tiny", "--out", str(tmp_path), *args])

@@ -147,6 +147,9 @@ class Settings:
             # a mistyped folder was ignored by the suites that read no files, and made the paper suite skip
             # every data set as "not found" (exit 1, after probing the devices and writing empty outputs)
             raise ValueError(f"The 'data_dir' parameter must name an existing folder. Got {s.data_dir!r} instead.")
+        if not 0 <= s.seed < 2**32:  # else every data set failed to load (train_test_split, default_rng), exit 1
+            raise ValueError(f"The 'seed' parameter must be an int in the range [0, 4294967295]. "
+                             f"Got {s.seed!r} instead.")
         for name in ("max_train", "max_test", "warmup_max"):  # else every row failed later, and exit 0
             v = getattr(s, name)
             if v is not None and v < 1:
