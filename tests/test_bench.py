@@ -225,6 +225,8 @@ def test_cli_bench(tmp_path, capsys):
     (["--data-dir", "/nonexistent"], "'data_dir' parameter"),  # the tiny suite reads no files: ignored
     (["--seed", "-1"], "'seed' parameter"),  # every data set failed to load, after the device probe (exit 1)
     (["--seed", str(2**32)], "'seed' parameter"),
+    (["--datasets", ","], "'datasets' parameter must name at least one data set"),  # exit 1, no message
+    (["--solvers", ""], "'solvers' parameter must name at least one solver"),
 ])
 def test_cli_rejects_unknown_names(tmp_path, capsys, args, message):
     rc = main(["bench", "--suite", "tiny", "--out", str(tmp_path), *args])

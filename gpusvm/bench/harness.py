@@ -129,6 +129,12 @@ class Settings:
         s.devices = tuple(dict.fromkeys(s.devices))  # "cpu,cpu" ran (and timed) every row twice
         if s.solvers is not None:
             s.solvers = tuple(dict.fromkeys(s.solvers))
+        for name, what in (("solvers", "solver"), ("datasets", "data set")):
+            # "--datasets ," ran nothing, exited 1 without a word and wrote its empty outputs under the
+            # whole suite's file names (an empty selection adds no subset to the name)
+            if getattr(s, name) is not None and not len(getattr(s, name)):
+                raise ValueError(f"The {name!r} parameter must name at least one {what} (leave it out for all). "
+                                 f"Got {getattr(s, name)!r} instead.")
         if s.repeat is None:
             s.repeat = d.get("repeat", 1)
         if s.time_limit is None:
