@@ -449,3 +449,11 @@ def test_report_merging_runs_of_different_suites_names_them_all(tmp_path):
     assert paths["json"].endswith("bench_tiny+default_cpu.json")
     assert "# gpusvm bench: suite `tiny+default`" in report.to_markdown(merged)
     assert report.merge([doc, doc])["suite"] == "tiny"
+
+
+def test_data_set_without_a_selected_solver_says_so(tmp_path):
+    # a linear solver on the chess-board (no linear parameters there) printed an empty table, exit 1, no reason
+    doc, logs = _run(tmp_path, solvers=("linearsvc-dcd",), datasets=("chess-600",), plots=False, out=None)
+    assert doc["rows"] == []
+    assert ("== chess-600: none of the selected solvers runs on it (it has kernel parameters; usable devices: "
+            "cpu)") in logs

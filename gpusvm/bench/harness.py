@@ -634,6 +634,9 @@ class Harness:
                 for dev in usable:
                     if dev in entry.devices:
                         plan.append((entry, dev))
+            if not plan:  # else a run of only such pairs printed an empty table and exited 1 without a reason
+                self.log(f"== {spec.name}: none of the selected solvers runs on it (it has {'/'.join(data.params)} "
+                         f"parameters; usable devices: {','.join(usable) or 'none'})")
             for i, (entry, dev) in enumerate(plan):
                 n_rows += 1
                 tag = f"[{spec.name} {i + 1}/{len(plan)}] {entry.name} on {dev}:"
