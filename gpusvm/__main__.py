@@ -126,6 +126,10 @@ def _bench(args) -> int:
     except OSError as exc:  # --out names a file, or a folder that cannot be created or written
         print(f"gpusvm bench: cannot write the outputs to --out {args.out}: {exc}", file=sys.stderr)
         return 2
+    # exit 1 when no row produced a timing (every fit failed: a run that only reports errors is no benchmark)
+    if doc["rows"] and not any(r["status"] == "ok" for r in doc["rows"]):
+        print("gpusvm bench: every row failed (see the error column of the table)", file=sys.stderr)
+        return 1
     return 0 if doc["rows"] else 1
 
 

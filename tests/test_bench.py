@@ -457,3 +457,30 @@ def test_data_set_without_a_selected_solver_says_so(tmp_path):
     assert doc["rows"] == []
     assert ("== chess-600: none of the selected solvers runs on it (it has kernel parameters; usable devices: "
             "cpu)") in logs
+
+
+def test_bench_exit_code_and_python_api_strings(tmp_path, capsys):
+    """A run whose every row failed exited 0 (here the one-row warm-up holds one class, so each fit raises);
+    now 1 with a message. The Python API took devices="cpu" as the devices 'c', 'p', 'u'."""
+    rc = main(["bench", "--suite", "tiny", "--datasets", "chess-600", "--solvers", "svc-smo", "--devices", "cpu",
+               "--warmup-max", "1", "--no-plots", "--out", str(tmp_path / "o")])
+    assert rc == 1
+    assert "every row failed" in capsys.readouterr().err
+    doc, _ = _run(tmp_path, devices="cpu", solvers="sklearn-svc, svc-smo", datasets="chess-600", plots=False)
+    assert doc["settings"]["devices"] == ["cpu"]
+    assert {r["solver"] for r in doc["rows"]} == {"sklearn-svc", "svc-smo"}
+    assert all(r["status"] == "ok" for r in doc["rows"])
+
+
+def test_compressed_suffix_in_capitals(tmp_path):
+    """load_svmlight picked the decompressor by the exact suffix: a9a.XZ was read as text and failed with
+    "could not convert string to float: b'\\xfd7zXZ..."."""
+    import lzma
+
+    from gpusvm.datasets import load_svmlight
+
+    with lzma.open(tmp_path / "d.XZ", "wt") as fh:
+        fh.write("1 1:0.5 2:1\n-1 1:-0.5\n")
+    X, y = load_svmlight(tmp_path / "d.XZ")
+    np.testing.assert_array_equal(X.toarray(), [[0.5, 1.0], [-0.5, 0.0]])
+    np.testing.assert_array_equal(y, [1, -1])

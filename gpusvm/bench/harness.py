@@ -126,6 +126,9 @@ class Settings:
     def resolved(self) -> "Settings":
         d = _suites.SUITE_DEFAULTS.get(self.suite, {})
         s = Settings(**self.__dict__)
+        for name in ("devices", "solvers", "datasets"):  # a str (Python API) was split into its characters
+            if isinstance(getattr(s, name), str):
+                setattr(s, name, tuple(v.strip() for v in getattr(s, name).split(",") if v.strip()))
         s.devices = tuple(dict.fromkeys(s.devices))  # "cpu,cpu" ran (and timed) every row twice
         if s.solvers is not None:
             s.solvers = tuple(dict.fromkeys(s.solvers))
@@ -472,7 +475,7 @@ class Harness:
             if s.time_limit is not None and row["warmup_fit_s"] > s.time_limit:
                 row["time_limited"] = True
                 row["status"] = "time-limit"
-                row["error"] = (f"warm-up fit took {row['warmup_fit_s']:.1f} s > time limit {s.time_limit:g} s; "
+                row["error"] = (f"warm-up fit took {row['warmup_fit_s']:.3g} s > time limit {s.time_limit:g} s; "
                                 "no timed fits")
                 self.log(f"{tag} {row['error']}")
                 return row
@@ -527,7 +530,7 @@ class Harness:
                 if r + 1 < s.repeat:
                     if s.time_limit is not None and t_fit > s.time_limit:
                         row["time_limited"] = True
-                        self.log(f"{tag} fit took {t_fit:.1f} s > time limit {s.time_limit:g} s; "
+                        self.log(f"{tag} fit took {t_fit:.3g} s > time limit {s.time_limit:g} s; "
                                  f"skipping the remaining {s.repeat - r - 1} repeat(s)")
                         break
                     if s.row_budget is not None and sum(row["fit_s"]) > s.row_budget:
