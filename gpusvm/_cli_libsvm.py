@@ -171,7 +171,7 @@ def _bad_line(path):
     from .datasets import _OPENERS
 
     try:
-        with _OPENERS.get(os.path.splitext(path)[1], open)(path, "rt", encoding="latin-1") as fh:
+        with _OPENERS.get(os.path.splitext(path)[1].lower(), open)(path, "rt", encoding="latin-1") as fh:
             for n, raw in enumerate(fh, 1):
                 tok = raw.split("#", 1)[0].split()
                 if not tok:

@@ -46,7 +46,7 @@ def load_svmlight(path, n_features=None, dtype=np.float64, zero_based="auto"):
     path = Path(os.fspath(path))
     if not path.exists():
         raise FileNotFoundError(f"no such LIBSVM file: {path}")
-    opener = _OPENERS.get(path.suffix)
+    opener = _OPENERS.get(path.suffix.lower())  # (a9a.XZ too)
     if opener is None:
         X, y = load_svmlight_file(str(path), n_features=n_features, dtype=dtype, zero_based=zero_based)
     else:
