@@ -11,6 +11,7 @@ import gzip
 import lzma
 import numbers
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,9 @@ def find_data_dir(env="GPUSVM_DATA"):
     cands = []
     if os.environ.get(env):
         cands.append(Path(os.environ[env]))
+        if not (cands[0].is_dir() and any(cands[0].glob("*.xz"))):  # (a mistyped folder was passed over silently)
+            warnings.warn(f"${env}={os.environ[env]!r} is not a folder of LIBSVM .xz files; looking for "
+                          "../shared/data instead.", UserWarning, stacklevel=2)
     here = Path(__file__).resolve()
     cands += [p / "shared" / "data" for p in here.parents[1:4]]
     cands.append(Path.cwd().parent / "shared" / "data")

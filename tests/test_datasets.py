@@ -82,3 +82,16 @@ def test_chessboard_refuses_non_integer_sizes(kw):
         make_chessboard(**args, random_state=0)
     X, y = make_chessboard(np.int64(100), n_tiles=np.int64(3), random_state=0)
     np.testing.assert_array_equal(y, np.where((X * 3).astype(int).sum(1) % 2 == 0, 1, -1))
+
+
+def test_data_dir_variable_that_names_no_data_folder_warns(tmp_path, monkeypatch):
+    """$GPUSVM_DATA naming a missing folder (or one without .xz files) was passed over without a word."""
+    from gpusvm.datasets import find_data_dir
+
+    monkeypatch.setenv("GPUSVM_DATA", str(tmp_path / "missing"))
+    with pytest.warns(UserWarning, match=r"GPUSVM_DATA=.*missing' is not a folder of LIBSVM .xz files"):
+        find_data_dir()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.xz").write_bytes(b"")
+    monkeypatch.setenv("GPUSVM_DATA", str(tmp_path / "d"))
+    assert find_data_dir() == tmp_path / "d"
