@@ -181,9 +181,14 @@ def main(argv=None) -> int:
             except (OSError, ValueError) as exc:
                 print(f"gpusvm report: cannot read {f}: {exc}", file=sys.stderr)
                 return 2
-            if not isinstance(doc, dict) or not {"rows", "datasets", "machine", "devices"} <= doc.keys():
+            if not isinstance(doc, dict) or not {"rows", "datasets", "machine", "devices", "created"} <= doc.keys():
                 print(f"gpusvm report: {f} is not a JSON file written by 'gpusvm bench'", file=sys.stderr)
                 return 2
+            if any(d == doc for d in docs):
+                # (the same run named twice doubled its rows in the table, and the plots showed one of each)
+                print(f"gpusvm report: {f} is a run already given (created {doc['created']}); left out",
+                      file=sys.stderr)
+                continue
             docs.append(doc)
         try:
             report.write_all(report.merge(docs), args.out, plots=not args.no_plots)

@@ -484,3 +484,18 @@ def test_compressed_suffix_in_capitals(tmp_path):
     X, y = load_svmlight(tmp_path / "d.XZ")
     np.testing.assert_array_equal(X.toarray(), [[0.5, 1.0], [-0.5, 0.0]])
     np.testing.assert_array_equal(y, [1, -1])
+
+
+def test_cli_report_leaves_out_a_run_given_twice(tmp_path, capsys):
+    """`gpusvm report a.json a.json` doubled every row of the table; JSON without 'created' gave a KeyError."""
+    doc, _ = _run(tmp_path, solvers=("sklearn-svc",), datasets=("chess-600",), plots=False)
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(doc))
+    assert main(["report", str(f), str(f), "--out", str(tmp_path / "m"), "--no-plots"]) == 0
+    assert "is a run already given" in capsys.readouterr().err
+    merged = json.loads(next((tmp_path / "m").glob("*.json")).read_text())
+    assert len(merged["rows"]) == len(doc["rows"])
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"rows": [], "datasets": [], "machine": {}, "devices": []}))
+    assert main(["report", str(bare), "--out", str(tmp_path / "n"), "--no-plots"]) == 2
+    assert "is not a JSON file written by 'gpusvm bench'" in capsys.readouterr().err
