@@ -536,9 +536,15 @@ class SVC(ClassifierMixin, BaseEstimator):
         for name in ("_X_sv", "_label_order"):
             self.__dict__.pop(name, None)
         if callable(self.kernel):  # the training rows that prediction passes to the callable
+            import scipy.sparse as sp
             from sklearn.utils import _safe_indexing
 
-            self._X_sv = _safe_indexing(X_raw, support)
+            rows = X_raw
+            if sp.issparse(rows):  # COO, DIA, BSR cannot be indexed by rows (TypeError): their CSR can
+                rows = rows.tocsr()
+            elif not hasattr(rows, "__getitem__") and hasattr(rows, "__array__"):  # array-likes, as sklearn takes
+                rows = np.asarray(rows)
+            self._X_sv = _safe_indexing(rows, support)
         if be.issparse(X):  # as sklearn: a sparse fit keeps CSR support vectors and a CSR dual_coef_
             sv = _as_csr_matrix(sv)
             dual = _full_pattern_csr(dual)  # be.asarray below moves it to the fit device (cupyx CSR)

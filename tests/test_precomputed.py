@@ -157,6 +157,30 @@ def test_callable_kernel_on_strings():
     assert m._X_sv == [words[i] for i in m.support_]
 
 
+class _ArrayLike:
+    """Data that only converts to an array (no indexing), as scikit-learn's estimator checks pass."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.data, dtype=dtype)
+
+
+@pytest.mark.filterwarnings("ignore:Constructing a DIA matrix")  # (the test's own DIA input)
+@pytest.mark.parametrize("kind", ["coo", "dia", "bsr", "array-like"])
+def test_callable_kernel_keeps_rows_of_any_input_sklearn_takes(kind):
+    """A callable's training rows from sparse formats without row indexing, or from an array-like that
+    only converts to an array: sklearn's SVC takes them, and keeping the support rows raised TypeError
+    ("'coo_matrix' object is not subscriptable")."""
+    Xtr, ytr, Xte, _ = _split("breast_cancer", seed=4, n_train=120)
+    A = _ArrayLike(Xtr) if kind == "array-like" else sp.csr_matrix(Xtr).asformat(kind)
+    ref = SkSVC(kernel=_rbf, C=2.0, tol=1e-5).fit(A, ytr)
+    m = SVC(kernel=_rbf, C=2.0, tol=1e-5, device="cpu").fit(A, ytr)
+    np.testing.assert_array_equal(m.support_, ref.support_)
+    np.testing.assert_allclose(m.decision_function(Xte), ref.decision_function(Xte), rtol=0, atol=1e-4)
+
+
 def test_callable_kernel_of_the_wrong_shape_names_it(tmp_path):
     from gpusvm.libsvm_io import save_libsvm_model
 
