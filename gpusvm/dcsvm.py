@@ -180,7 +180,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     cache_size : float, default=200
         Gram-row cache budget per solve, in MB.
     max_iter : int, default=-1
-        Iteration limit of every solve (-1: none); reaching it gives a ``ConvergenceWarning``, which says
+        Iteration limit of every solve (-1: none, except LIBSVM's own limit of max(10^7, 100 n) steps
+        for the SMO solves, as in :class:`SVC`); reaching it gives a ``ConvergenceWarning``, which says
         whether the top-level solve (and so the model) still reached ``tol``.
     batch_subproblems : {"auto", True, False}, default="auto"
         Solve the clusters of a level that hold both classes and at most ``batch_max_size`` points
@@ -523,7 +524,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             else:
                 what = ("in at least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
                         "not optimal")
-            warnings.warn(f"A solver stopped at max_iter={self.max_iter} before reaching tol={self.tol} {what}. "
+            limit = ("LIBSVM's step limit max(10^7, 100 n), which max_iter=-1 keeps" if self.max_iter == -1
+                     else f"max_iter={self.max_iter}")
+            warnings.warn(f"A solver stopped at {limit} before reaching tol={self.tol} {what}. "
                           "Raise max_iter.", ConvergenceWarning, stacklevel=2)
         return self
 

@@ -196,8 +196,9 @@ class SVC(ClassifierMixin, BaseEstimator):
     cache_size : float, default=200
         Gram-row cache budget in MB (per binary problem).
     max_iter : int, default=-1
-        Iteration limit per binary problem (the solver's unit; -1: none). Reaching it gives a
-        ``ConvergenceWarning`` and a usable model.
+        Iteration limit per binary problem (the solver's unit; -1: none, except that the pair-at-a-time
+        SMO loop stops at LIBSVM's own limit of max(10^7, 100 n) steps, n the problem's size, as
+        svm-train does). Reaching it gives a ``ConvergenceWarning`` and a usable model.
     class_weight : dict or "balanced", default=None
         Multiply C of class c by ``class_weight[c]``.
     decision_function_shape : {"ovr", "ovo"}, default="ovr"
@@ -568,7 +569,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         if not all(converged):
             why = (f"; {stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap "
                    f"reached tol={self.tol}" if stalled else "")
-            warnings.warn(f"Solver terminated early (max_iter={self.max_iter}) on "
+            limit = ("LIBSVM's step limit max(10^7, 100 n), which max_iter=-1 keeps" if self.max_iter == -1
+                     else f"max_iter={self.max_iter}")
+            warnings.warn(f"Solver terminated early ({limit}) on "
                           f"{converged.count(False)} of {len(converged)} binary problem(s){why}. The model is "
                           f"usable but not optimal. Raise max_iter{' or tol' if stalled else ''} or preprocess "
                           "the data (e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)

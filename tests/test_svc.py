@@ -880,3 +880,16 @@ def test_poly_values_beyond_float32_are_stored_as_float64(params):
     assert m.fit_status_ == 0 and m.n_support_.sum() > 0
     np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-5)
     np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), rtol=1e-2, atol=1e-2)
+
+
+def test_default_max_iter_stops_at_libsvm_step_limit():
+    """max_iter=-1 ran for ever on a poly gram of data far from the origin (each pair step still raising the
+    objective a little, 3e7 steps and on; scikit-learn stops after 1.5e6 at a negative dual objective). The
+    pair-at-a-time loop now stops at LIBSVM's own limit max(10^7, 100 n), as svm-train, with a warning."""
+    X = np.random.RandomState(0).normal(loc=100, size=(100, 2))
+    y = np.random.RandomState(0).randint(0, 2, 100)
+    with pytest.warns(ConvergenceWarning, match=r"LIBSVM's step limit max\(10\^7, 100 n\), which max_iter=-1"):
+        clf = SVC(kernel="poly", device="cpu").fit(X, y)
+    assert clf.n_iter_.tolist() == [10**7]
+    assert clf.objective_[0] > 0  # usable: a feasible point that improved on alpha = 0
+    assert np.isfinite(clf.decision_function(X)).all()

@@ -39,6 +39,20 @@ def gram_diag(be, X, spec, x_sqnorm=None):
     return xp.tanh(spec.gamma * sq + spec.coef0)
 
 
+# LIBSVM's own step limit of a solve (svm.cpp: max(10,000,000, 100 l)), which its svm-train applies always and
+# our solvers where max_iter=-1 asks for none: a pathological problem (a poly gram of data far from the origin)
+# otherwise ran on for ever, each pair step still raising the objective a little
+LIBSVM_MIN_STEPS = 10_000_000
+
+
+def step_cap(max_iter, n) -> int:
+    """``max_iter`` of a pair-at-a-time solve of ``n`` variables, with -1 (or None) as LIBSVM's limit
+    max(10^7, 100 n)."""
+    if max_iter is None or int(max_iter) < 0:
+        return max(LIBSVM_MIN_STEPS, 100 * int(n))
+    return int(max_iter)
+
+
 def up_low_masks(be, y, alpha, C):
     """Boolean masks of I_up and I_low."""
     pos = y > 0

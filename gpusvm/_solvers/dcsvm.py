@@ -170,7 +170,7 @@ from typing import Any
 from .._backend.base import is_device_oom
 from .._parallel import map_problems, map_threads
 from . import get_binary_solver
-from ._common import resolve_gram_dtype
+from ._common import resolve_gram_dtype, step_cap
 from .smo import ROWS_SOLVERS
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
@@ -423,8 +423,6 @@ def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
 
 # the solvers whose subproblems the batched path can take, and their local_smo mode
 _BATCH_MODES = {"smo": 0, "pa-smo": 1}
-# LIBSVM's default step cap for an uncapped solve (max_iter < 0): max(10,000,000, 100 n)
-_DEFAULT_STEPS = 10_000_000
 
 
 def batchable(solver) -> bool:
@@ -507,7 +505,7 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
             a_parts.append(repair_feasibility(be, y[ic], alpha[ic]))
         rows = xp.concatenate([idx[c] for c in chunk])
         yb, Cb = y[rows], C[rows]
-        cap = max(_DEFAULT_STEPS, 100 * max(sizes)) if max_iter is None or max_iter < 0 else int(max_iter)
+        cap = step_cap(max_iter, max(sizes))  # (-1: LIBSVM's limit for the largest cluster)
         a, G, steps, gap = be.local_smo_batched(K_flat, k_off, seg, yb, xp.concatenate(a_parts), Cb,
                                                 xp.concatenate(diag_parts), float(tol), cap, mode, pa_recent)
         seg_id = xp.repeat(xp.arange(len(chunk)), sizes)

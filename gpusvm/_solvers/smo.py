@@ -21,7 +21,7 @@ whole pair-at-a-time loop runs in compiled code (the fused op ``smo_pairwise``).
 from __future__ import annotations
 
 from . import BinaryResult, register_binary_solver
-from ._common import bias, dual_objective, resolve_gram_dtype
+from ._common import bias, dual_objective, resolve_gram_dtype, step_cap
 
 _OPTIONS = ("decomposition", "working_set_size", "gram_dtype", "pa_recent", "shrinking")
 #: The binary solvers that take ``rows=`` (solve ``X[rows]`` without a copy of those rows; see solve_smo)
@@ -81,7 +81,7 @@ def _solve(local, be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     # resolve_gram_dtype); the batched decomposition decides after its own centring
     gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float64", verbose=verbose,
                                     rows=rows)
-    out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes,
+    out = be.smo_pairwise(X, y, spec, C, tol=tol, max_iter=step_cap(max_iter, n), cache_bytes=cache_bytes,
                           alpha0=alpha0, x_sqnorm=x_sqnorm, gram_dtype=gram_dtype,
                           planning=(local == "pa-smo"), pa_recent=pa_recent, shrinking=bool(shrinking),
                           verbose=verbose, rows=rows)
