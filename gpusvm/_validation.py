@@ -309,16 +309,14 @@ def check_class_weight(class_weight, owner):
 
 def class_weights(class_weight, classes, y, *, owner):
     """Weight of each class (shape (n_classes,)) for ``class_weight`` None, "balanced" or a dict, as
-    scikit-learn's ``compute_class_weight``; a dict key that is not a class of y raises."""
+    scikit-learn's ``compute_class_weight``, which also decides about dict keys that are not classes of y:
+    taken when every class of y has its weight (a cross-validation fold without a rare class), else an
+    error naming the classes without one."""
     if class_weight is None:  # skip sklearn's helper: it builds Python sets of all labels
         return np.ones(len(classes))
     from sklearn.utils.class_weight import compute_class_weight
 
     if isinstance(class_weight, dict):
-        unknown = set(class_weight) - set(classes.tolist())
-        if unknown:
-            raise ValueError(f"The 'class_weight' parameter of {owner} has keys {sorted(unknown, key=str)} "
-                             f"that are not classes of y {classes.tolist()}.")
         bad = {}
         for key, value in class_weight.items():
             try:

@@ -335,3 +335,16 @@ def test_gamma_zero_as_scikit_learn(name):
             Est(kernel=kernel, gamma=0.0, device="cpu", **kw).fit(X, y)
     with pytest.raises(ValueError, match=r"'gamma' parameter .* range \[0.0, inf\)"):
         Est(kernel="linear", gamma=-1.0, device="cpu", **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_class_weight_keys_beyond_the_classes_as_scikit_learn(make):
+    """A class_weight dict with a key that is not a class of y was refused; scikit-learn takes it when every
+    class of y has its weight (a cross-validation fold that lacks a rare class), and refuses it otherwise."""
+    X, y = _small_problem()
+    ref = make().set_params(class_weight={0: 1.0, 1: 2.0}).fit(X, y).decision_function(X)
+    got = make().set_params(class_weight={0: 1.0, 1: 2.0, 7: 3.0}).fit(X, y).decision_function(X)
+    np.testing.assert_array_equal(got, ref)
+    with pytest.raises(ValueError, match=r"The classes, \[np.int64\(1\)\], are not in class_weight|"
+                                         r"The classes, \[1\], are not in class_weight"):
+        make().set_params(class_weight={0: 1.0, 7: 3.0}).fit(X, y)
