@@ -71,6 +71,20 @@ def check_gamma(gamma, kernel, owner):
     return gamma
 
 
+def check_random_state_param(value, owner, generator=False):
+    """``random_state`` as scikit-learn validates it at fit: None, an int in [0, 2^32 - 1] or a
+    ``numpy.random.RandomState`` (and a ``numpy.random.Generator`` where the estimator takes one); checked
+    also where the fit does not use it, as scikit-learn does (a typo must not pass silently)."""
+    ok = value is None or isinstance(value, np.random.RandomState) or (
+        generator and isinstance(value, np.random.Generator)) or (
+        isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and 0 <= value < 2**32)
+    if not ok:
+        gen = " a 'numpy.random.Generator'," if generator else ""
+        raise ValueError(f"The 'random_state' parameter of {owner} must be an int in the range [0, 4294967295], an "
+                         f"instance of 'numpy.random.mtrand.RandomState',{gen} or None. Got {value!r} instead.")
+    return value
+
+
 def check_options(value, name, owner, options):
     """Validate a string hyperparameter against its allowed values."""
     if not isinstance(value, str) or value not in options:

@@ -12,8 +12,8 @@ from ._backend.base import device_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
-from ._validation import (check_class_labels, check_class_weight, check_options, check_scalar, check_X,
-                          ovr_weights, to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_class_labels, check_class_weight, check_options, check_random_state_param,
+                          check_scalar, check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -165,6 +165,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     def _validate_params(self):
         name = type(self).__name__
         check_scalar(self.C, "C", name, low=0.0, low_open=True)
+        check_random_state_param(self.random_state, name)
         if not isinstance(self.kernel, str) or self.kernel != "rbf":
             raise ValueError(
                 f"The 'kernel' parameter of {name} must be 'rbf': merging support vectors needs the "

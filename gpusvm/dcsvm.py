@@ -20,7 +20,8 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
 from ._parallel import check_n_jobs, map_problems
 from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
-                          check_options, check_scalar, check_X, to_numpy, weights_per_sample)
+                          check_options, check_random_state_param, check_scalar, check_X, to_numpy,
+                          weights_per_sample)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -322,6 +323,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         own = "DCSVC"
         check_scalar(self.C, "C", own, low=0.0, low_open=True)
+        check_random_state_param(self.random_state, own, generator=True)
         check_options(self.kernel, "kernel", own, _KERNELS)
         check_options(self.decision_function_shape, "decision_function_shape", own, ("ovr", "ovo"))
         check_degree(self.degree, self.kernel, own)
@@ -380,7 +382,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
             seed = int(check_random_state(rs).randint(2**31 - 1))
             return np.random.default_rng(seed), seed
-        check_scalar(rs, "random_state", "DCSVC", kind="int", low=0)
         return np.random.default_rng(int(rs)), int(rs)
 
     # ------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from ._parallel import check_n_jobs, map_problems
 from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.l1_linear import l1_linear
 from ._solvers.newton_linear import newton_linear
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options, check_scalar,
-                          check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
+from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
+                          check_random_state_param, check_scalar, check_X, ovr_weights, to_input_library, to_numpy,
+                          weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
@@ -167,6 +168,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     def _validate_params(self):
         name = type(self).__name__
         check_scalar(self.C, "C", name, low=0.0, low_open=True)
+        check_random_state_param(self.random_state, name)
         check_options(self.loss, "loss", name, LOSSES)
         check_scalar(self.tol, "tol", name, low=0.0, low_open=True)
         check_options(self.solver, "solver", name, SOLVERS)

@@ -24,7 +24,8 @@ from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers.smo import ROWS_SOLVERS
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_gamma, check_options,
-                          check_scalar, check_X, to_input_library, to_numpy, weights_per_sample)
+                          check_random_state_param, check_scalar, check_X, to_input_library, to_numpy,
+                          weights_per_sample)
 
 __all__ = ["SVC"]
 
@@ -383,6 +384,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         from ._solvers import get_binary_solver
 
         check_scalar(self.C, "C", "SVC", low=0.0, low_open=True)
+        check_random_state_param(self.random_state, "SVC")
         if not callable(self.kernel):
             check_options(self.kernel, "kernel", "SVC", _KERNELS)
         check_degree(self.degree, self.kernel, "SVC")

@@ -348,3 +348,23 @@ def test_class_weight_keys_beyond_the_classes_as_scikit_learn(make):
     with pytest.raises(ValueError, match=r"The classes, \[np.int64\(1\)\], are not in class_weight|"
                                          r"The classes, \[1\], are not in class_weight"):
         make().set_params(class_weight={0: 1.0, 7: 3.0}).fit(X, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_random_state_checked_as_scikit_learn(make):
+    """SVC took random_state='bogus', -5 or 1.5 silently when it did not use it (scikit-learn raises at fit),
+    and where it was used the error was NumPy's, naming no parameter."""
+    X, y = _small_problem()
+    name = type(make()).__name__
+    for bad in ("bogus", -5, 1.5, 2**32, True):
+        with pytest.raises(ValueError, match=f"The 'random_state' parameter of {name} must be an int in the range "
+                                             r"\[0, 4294967295\]"):
+            make().set_params(random_state=bad).fit(X, y)
+    for good in (None, 0, 2**32 - 1, np.random.RandomState(0)):
+        make().set_params(random_state=good).fit(X, y)
+    gen = np.random.default_rng(0)
+    if name == "DCSVC":  # documented: it also takes a Generator
+        make().set_params(random_state=gen).fit(X, y)
+    else:
+        with pytest.raises(ValueError, match="'random_state' parameter"):
+            make().set_params(random_state=gen).fit(X, y)
