@@ -290,6 +290,16 @@ def check_class_labels(y, n_samples, *, owner):
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape "
                       "of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
     y = check_y(y, n_samples, owner=owner)
+    if y.dtype == object:
+        # labels of types that do not order (strings and numbers) failed in the estimators' np.unique with
+        # "'<' not supported between instances of 'int' and 'str'", or, with a number first, got
+        # check_classification_targets' "Unknown label type: unknown ... continuous values"
+        try:
+            np.unique(y)
+        except TypeError:
+            kinds = sorted({type(v).__name__ for v in y})
+            raise ValueError(f"'y' for {owner} mixes labels of types that cannot be ordered ({', '.join(kinds)}); "
+                             "use labels of one type, e.g. all strings.") from None
     check_classification_targets(y)
     return y
 

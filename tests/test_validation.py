@@ -134,6 +134,18 @@ def test_estimators_share_the_label_rules(make):
 
 
 @pytest.mark.parametrize("make", _estimators())
+def test_labels_of_mixed_types_say_so(make):
+    """Strings mixed with numbers in an object y: with a string first the fit failed inside NumPy's sort
+    ("'<' not supported between instances of 'int' and 'str'"), with a number first it was called an
+    unknown label type; both now name the mix."""
+    X, _ = _small_problem()
+    for first, second in (("a", 1), (1, "a")):
+        y = np.array([first, second] * (X.shape[0] // 2), dtype=object)
+        with pytest.raises(ValueError, match=r"mixes labels of types that cannot be ordered \(int, str\)"):
+            make().fit(X, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
 def test_non_canonical_csr_gives_the_canonical_model_and_stays_untouched(make):
     """CSR with unsorted column indices and repeated entries (which SciPy sums) is the same matrix as its
     canonical form: same model, same decision values; the caller's matrix is not rewritten in place."""
