@@ -111,14 +111,16 @@ def check_feature_names(estimator, X, *, reset):
         _check_feature_names(estimator, X, reset=reset)
 
 
-def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=False):
+def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=False, squares=True):
     """Validate a 2-d feature matrix and put it on backend ``be``.
 
     Accepts lists, NumPy arrays (C or F order), data frames, SciPy sparse matrices (converted to CSR),
     CuPy arrays and cupyx sparse matrices. Returns a float64 or float32 array or CSR matrix on ``be``
     (float32 kept, anything else converted to ``dtype`` or float64). Raises ``ValueError`` for ragged,
     empty, non-2-d or non-finite input. With ``estimator``, first sets (``reset``, in fit) or checks
-    its ``feature_names_in_`` (:func:`check_feature_names`).
+    its ``feature_names_in_`` (:func:`check_feature_names`). ``squares``: also raise when the squares of
+    the values overflow float64 (every gram and row norm squares them); False where only ``X @ w`` is
+    computed (a linear model's prediction).
     """
     if estimator is not None:
         check_feature_names(estimator, X, reset=reset)
@@ -188,7 +190,7 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
             raise ValueError(f"{name!r}{where} contains {'NaN' if nan else 'infinity'}; remove or impute it "
                              "first.")
         big = max(hi, -lo)
-        if not math.isfinite(big * big):
+        if squares and not math.isfinite(big * big):
             # every gram and the linear solvers' row norms square the values: they would be inf, and
             # the solvers would stop at once with a zero model
             raise ValueError(f"{name!r}{where} has values up to {big:.3g}, whose squares overflow float64 "

@@ -358,7 +358,8 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         lib = array_library(X)
         be = get_backend("auto" if lib == "cupy" else "cpu", X)
-        X = check_X(X, be, owner=type(self).__name__, estimator=self)
+        # only X @ coef_ below: values whose squares overflow (refused by fit) are fine, as in sklearn
+        X = check_X(X, be, owner=type(self).__name__, estimator=self, squares=False)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")

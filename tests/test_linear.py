@@ -708,6 +708,19 @@ def test_float32_input_gives_float64_decisions():
                                rtol=1e-12)
 
 
+def test_predicts_on_values_whose_squares_overflow():
+    """Prediction is X @ coef_ only: values whose squares overflow float64 (which fit refuses, as its row
+    norms square them) are predicted as sklearn's LinearSVC does, not refused with the fit's message."""
+    X = np.random.default_rng(1).normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    m = LinearSVC(device="cpu", random_state=0).fit(X, y)
+    for Z in (X * 1e160, sp.csr_matrix(X * 1e160)):
+        np.testing.assert_allclose(m.decision_function(Z), (X * 1e160) @ m.coef_[0] + m.intercept_[0], rtol=1e-12)
+        np.testing.assert_array_equal(m.predict(Z), m.predict(X))
+    with pytest.raises(ValueError, match="whose squares overflow"):
+        LinearSVC(device="cpu").fit(X * 1e160, y)
+
+
 def test_sparsify_and_densify_keep_predictions():
     """scikit-learn's SparseCoefMixin methods: CSR coef_ after sparsify(), dense after densify(), the
     same decisions either way."""
