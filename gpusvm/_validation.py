@@ -196,6 +196,13 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
             raise ValueError(f"{name!r}{where} has values up to {big:.3g}, whose squares overflow float64 "
                              "(every gram and row norm squares them); scale the features first, e.g. with "
                              "sklearn.preprocessing.StandardScaler.")
+        if squares and not math.isfinite(big * big * int(X.shape[1])) and not bool(
+                xp.isfinite(be.row_sqnorms(X, xp.float64)).all()):
+            # each square finite, their sum over a row not: the RBF gram's distances were inf - inf, and
+            # SVC, DCSVC and BudgetSVC predicted NaN without a word (scikit-learn's SVC raises)
+            raise ValueError(f"{name!r}{where} has rows whose squared norms overflow float64 (values up to "
+                             f"{big:.3g} in {int(X.shape[1])} features; every gram and row norm squares them); "
+                             "scale the features first, e.g. with sklearn.preprocessing.StandardScaler.")
     return X
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from gpusvm import get_backend
 from gpusvm._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
@@ -181,6 +182,29 @@ def test_repeated_csr_entries_are_summed_before_the_overflow_check(make):
     assert not M.has_canonical_format and abs(M.toarray()[0]).max() == 2e154
     with pytest.raises(ValueError, match="whose squares overflow"):
         make().fit(M, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_rows_whose_squared_norms_overflow_are_refused(make):
+    """Values of 1e153 in 400 features: every square is finite, every row's squared norm is not. SVC,
+    DCSVC and BudgetSVC with a given gamma fitted such rows and predicted NaN without a word (the RBF
+    distances were inf - inf); now fit and prediction refuse them, dense or CSR, as the larger values."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 400))
+    y = (X[:, 0] > 0).astype(int)
+    big = X * 1e153
+    with np.errstate(over="ignore"):
+        assert np.isfinite(abs(big).max() ** 2) and not np.isfinite((big ** 2).sum(axis=1)).any()
+    est = make()
+    if "gamma" in est.get_params():
+        est.set_params(gamma=1e-306)
+    for Z in (big, sp.csr_matrix(big)):
+        with pytest.raises(ValueError, match="rows whose squared norms overflow float64"):
+            clone(est).fit(Z, y)
+    if "gamma" in est.get_params():  # LinearSVC's prediction only computes X @ coef_
+        fitted = clone(est).fit(X, y)
+        with pytest.raises(ValueError, match="rows whose squared norms overflow float64"):
+            fitted.decision_function(big)
 
 
 @pytest.mark.parametrize("make", [p for p in _estimators() if p.id != "LinearSVC"])
