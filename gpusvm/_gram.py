@@ -187,14 +187,18 @@ def _pairwise(lo, hi, leaf_sum):
     return _pairwise(lo, lo + h, leaf_sum) + _pairwise(lo + h, hi, leaf_sum)
 
 
-def resolve_gamma(gamma, X_var: float, n_features: int) -> float:
-    """Resolve ``gamma`` as scikit-learn does: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features."""
+def resolve_gamma(gamma, X_var: float, n_features: int, *, used: bool = True) -> float:
+    """Resolve ``gamma`` as scikit-learn does: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features.
+    ``used``: False for a gram that ignores gamma (linear, precomputed), where a "scale" that cannot be
+    resolved gives 1.0 instead of an error (scikit-learn fits such data with those grams)."""
     if isinstance(gamma, str):
         if gamma == "scale":
             if X_var == 0:
                 return 1.0
             value = 1.0 / (n_features * X_var) if math.isfinite(X_var) else 0.0
             if not (math.isfinite(value) and value > 0):
+                if not used:
+                    return 1.0
                 why = ("too large: their squares overflow float64" if not math.isfinite(X_var) or value == 0
                        else "too small")
                 raise ValueError(f"gamma='scale' cannot be resolved: 1 / (n_features * X.var()) with X.var() = "

@@ -423,7 +423,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                                                       owner="DCSVC")[0]
         keep = np.flatnonzero(Cvec_all > 0)
         if isinstance(self.gamma, str):
-            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
+            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,
+                                  used=self.kernel in ("rbf", "poly", "sigmoid"))
         else:
             gamma = float(self.gamma)
         self._gamma = gamma

@@ -470,7 +470,8 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         # gamma as sklearn: from all of X, before zero-weight samples are dropped
         if isinstance(self.gamma, str):
-            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
+            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,
+                                  used=self.kernel in ("rbf", "poly", "sigmoid"))
         else:
             gamma = float(self.gamma)
         self._gamma = gamma

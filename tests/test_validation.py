@@ -220,6 +220,25 @@ def test_gamma_scale_that_cannot_be_resolved_says_why(make):
     make().set_params(gamma=1.0).fit(X * 1e-160, y)  # an explicit gamma is left alone
 
 
+@pytest.mark.parametrize("make", [p for p in _estimators() if p.id in ("SVC", "DCSVC")])
+def test_gamma_scale_is_not_resolved_for_grams_that_ignore_it(make):
+    """kernel='linear' (and 'precomputed') never use gamma, yet X * 1e-155, whose variance is subnormal,
+    was refused with "gamma='scale' cannot be resolved"; scikit-learn's SVC fits it, and so do we now."""
+    from sklearn.svm import SVC as SkSVC
+
+    X, y = _small_problem()
+    X = X * 1e-155
+    kernels = ["linear", "precomputed"] if make().__class__.__name__ == "SVC" else ["linear"]
+    for kernel in kernels:
+        Xk = X @ X.T if kernel == "precomputed" else X
+        est = make().set_params(kernel=kernel, C=1e300)
+        with np.errstate(over="ignore"):  # (sklearn's own 1 / (n_features * X.var()), unused)
+            ref = SkSVC(kernel=kernel, C=1e300).fit(Xk, y).decision_function(Xk)
+        np.testing.assert_allclose(est.fit(Xk, y).decision_function(Xk), ref, rtol=1e-6, atol=1e-12)
+    with pytest.raises(ValueError, match=r"gamma='scale' cannot be resolved.*too small"):
+        make().set_params(kernel="rbf").fit(X, y)
+
+
 @pytest.mark.parametrize("make", [p for p in _estimators() if p.id != "LinearSVC"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 def test_gamma_scale_of_constant_x_is_one(make, sparse):
