@@ -148,12 +148,30 @@ def _callable_gram(kernel, A, B, n_a, n_b, where):
     return K
 
 
-def _check_precomputed(be, K, n):
-    """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages)."""
+# asymmetry of a training Gram matrix (relative to its largest value) beyond which fit refuses it: far above
+# what rounding leaves (a float32 X @ X.T of 10,000 features: ~1e-6), far below what made the solvers run on
+# for ever (an upper triangle of ones added to a linear gram; 10% on an RBF one: ALFPGM 200,000 rounds)
+_ASYMMETRY_MAX = 1e-4
+
+
+def _check_precomputed(be, K, n, source="precomputed"):
+    """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages) and
+    symmetric (checked in row blocks; scikit-learn does not check, and its solver never returns on one
+    that is far from symmetric, as ours did)."""
     if be.issparse(K):
         raise TypeError("Sparse precomputed kernels are not supported.")
     if int(K.shape[1]) != n:
         raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {n}x{int(K.shape[1])} matrix.")
+    xp = be.xp
+    scale = float(xp.max(xp.abs(K))) if n else 0.0
+    worst, step = 0.0, max(1, (1 << 22) // max(n, 1))
+    for i in range(0, n, step):
+        worst = max(worst, float(xp.max(xp.abs(K[i:i + step, :] - K[:, i:i + step].T))))
+    if worst > _ASYMMETRY_MAX * scale:
+        what = "The precomputed Gram matrix" if source == "precomputed" else "The Gram matrix of the kernel callable"
+        raise ValueError(f"{what} is not symmetric: max |K - K.T| = {worst:.3g} with max |K| = {scale:.3g}. A Gram "
+                         "matrix k(x_i, x_j) is symmetric, and the solvers need it to be (they may never converge "
+                         "otherwise); the dual problem only sees (K + K.T) / 2, so pass that if it is what you mean.")
 
 
 class SVC(ClassifierMixin, BaseEstimator):
@@ -458,7 +476,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         n, d = int(X.shape[0]), int(X.shape[1])
         precomputed = self.kernel == "precomputed" or callable(self.kernel)
         if precomputed:
-            _check_precomputed(be, X, n)
+            _check_precomputed(be, X, n, "precomputed" if self.kernel == "precomputed" else "callable")
         y = check_class_labels(y, n, owner="SVC")
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:

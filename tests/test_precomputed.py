@@ -261,3 +261,26 @@ def test_gpu_precomputed_matches_the_cpu(gpu_backend):
     for bad in (cp.nan, cp.inf):
         with pytest.raises(ValueError, match="kernel callable returned values that are not finite"):
             SVC(kernel=lambda A, B, v=bad: cp.full((len(A), len(B)), v), device="gpu").fit(Xtr, ytr)
+
+
+def test_asymmetric_gram_matrix_is_refused():
+    """A precomputed (or callable) Gram matrix far from symmetric made every solver run on for ever with
+    max_iter=-1 (scikit-learn's too); it is refused with a message. Rounding-level asymmetry (a float32
+    X @ X.T) still fits, to the model of the symmetrized matrix."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    y = (X[:, 0] > 0).astype(int)
+    K = X @ X.T + np.triu(np.ones((30, 30)))
+    with pytest.raises(ValueError, match=r"The precomputed Gram matrix is not symmetric: max \|K - K.T\| = 1 "):
+        SVC(kernel="precomputed", device="cpu").fit(K, y)
+    with pytest.raises(ValueError, match="The Gram matrix of the kernel callable is not symmetric"):
+        SVC(kernel=lambda A, B: A @ B.T + (A[:, :1] > B[:, :1].T), device="cpu").fit(X, y)
+    # asymmetry of 1e-6 relative, as rounding leaves (BLAS often returns an exactly symmetric X @ X.T)
+    X2 = rng.randn(200, 50)
+    y2 = (X2[:, 0] > 0).astype(int)
+    K2 = X2 @ X2.T
+    noisy = K2 + 1e-6 * np.abs(K2).max() * np.triu(rng.rand(200, 200), 1)
+    sym = (noisy + noisy.T) / 2
+    got = SVC(kernel="precomputed", device="cpu").fit(noisy, y2).decision_function(sym)
+    ref = SVC(kernel="precomputed", device="cpu").fit(sym, y2).decision_function(sym)
+    np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
