@@ -364,19 +364,27 @@ def class_weights(class_weight, classes, y, *, owner):
     return np.asarray(compute_class_weight(class_weight, classes=classes, y=y), dtype=np.float64)
 
 
-def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner, weighted_balance=False):
+def weights_per_sample(sample_weight, class_weight, classes, y, y_idx, *, owner, weighted_balance=False, C=None):
     """Weight of each sample, w_i = class_weight[y_i] * sample_weight_i (sample i's C is C w_i), the
     per-class weights and the validated sample weights (ones for None); at least one w_i must be positive.
 
     ``weighted_balance``: "balanced" counts the samples by their sample weights, ``sum(sw) / (n_classes *
     sum_{y_i = c} sw_i)``, as scikit-learn's LinearSVC does (its SVC counts samples; a class whose
-    samples all weigh 0 gets weight 1, which multiplies nothing)."""
+    samples all weigh 0 gets weight 1, which multiplies nothing).
+
+    ``C``: also raise when the largest C_i = C class_weight sample_weight overflows float64 (C=1e300 with
+    sample weights of 1e300 gave inf bounds: NaN objectives and decision values without a word)."""
     sw = check_sample_weight(sample_weight, len(y_idx), owner=owner)
     if weighted_balance and isinstance(class_weight, str) and class_weight == "balanced" and sample_weight is not None:
         counts = np.bincount(y_idx, weights=sw, minlength=len(classes))
         cw = np.where(counts > 0, counts.sum() / (len(classes) * np.where(counts > 0, counts, 1.0)), 1.0)
     else:
         cw = class_weights(class_weight, classes, y, owner=owner)
+    tops = (float(C) if C is not None else 1.0, float(np.max(cw, initial=0.0)), float(np.max(sw, initial=0.0)))
+    if C is not None and min(tops) > 0 and sum(math.log(t) for t in tops) >= math.log(np.finfo(np.float64).max):
+        raise ValueError(f"C times the class and sample weights of {owner} overflows float64 (C={C!r}, largest "
+                         f"class weight {tops[1]:.3g}, largest sample weight {tops[2]:.3g}): every sample's bound is "
+                         "C * class_weight * sample_weight; lower C or the weights (only their product matters).")
     w = cw[y_idx] * sw
     if not np.any(w > 0):
         raise ValueError(f"Invalid input: all samples have zero weight. The sample weights (times the class "

@@ -232,7 +232,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")
         _, class_w, sample_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
-                                                  weighted_balance=True)
+                                                  weighted_balance=True, C=self.C)
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d)
         else:

@@ -420,7 +420,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(DCSVC cannot train on a single class).")
         Cvec_all = float(self.C) * weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx,
-                                                      owner="DCSVC")[0]
+                                                      owner="DCSVC", C=self.C)[0]
         keep = np.flatnonzero(Cvec_all > 0)
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,

@@ -257,7 +257,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[:1].tolist()[0]!r}.")
         _, class_w, sample_w = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner=name,
-                                                  weighted_balance=True)
+                                                  weighted_balance=True, C=self.C)
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
         if group is not None:
             # equal rows with the same label enter the dual only through the sum of their alphas: one row

@@ -482,7 +482,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(SVC cannot train on a single class).")
-        w, cw, _ = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="SVC")
+        w, cw, _ = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="SVC", C=self.C)
         Cvec_all = float(self.C) * w
         keep = np.flatnonzero(Cvec_all > 0)
 

@@ -423,3 +423,17 @@ def test_random_state_checked_as_scikit_learn(make):
     else:
         with pytest.raises(ValueError, match="'random_state' parameter"):
             make().set_params(random_state=gen).fit(X, y)
+
+
+@pytest.mark.parametrize("make", _estimators())
+def test_bounds_that_overflow_are_refused(make):
+    """C=1e300 with sample weights of 1e300 made every C_i inf: NaN objectives, NaN or arbitrary decision
+    values, and only NumPy's overflow warnings. Large factors whose product is finite still fit."""
+    X, y = _small_problem()
+    name = type(make()).__name__
+    with pytest.raises(ValueError, match=f"C times the class and sample weights of {name} overflows float64"):
+        make().set_params(C=1e300).fit(X, y, sample_weight=np.full(len(y), 1e300))
+    with pytest.raises(ValueError, match="overflows float64"):
+        make().set_params(C=1e200, class_weight={0: 1e200, 1: 1.0}).fit(X, y)
+    est = make().set_params(C=1e-290).fit(X, y, sample_weight=np.full(len(y), 1e290))
+    assert np.isfinite(est.decision_function(X)).all()
