@@ -111,7 +111,7 @@ def check_feature_names(estimator, X, *, reset):
         _check_feature_names(estimator, X, reset=reset)
 
 
-def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=False, squares=True):
+def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=False, squares=True, gram=False):
     """Validate a 2-d feature matrix and put it on backend ``be``.
 
     Accepts lists, NumPy arrays (C or F order), data frames, SciPy sparse matrices (converted to CSR),
@@ -120,7 +120,8 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
     empty, non-2-d or non-finite input. With ``estimator``, first sets (``reset``, in fit) or checks
     its ``feature_names_in_`` (:func:`check_feature_names`). ``squares``: also raise when the squares of
     the values overflow float64 (every gram and row norm squares them); False where only ``X @ w`` is
-    computed (a linear model's prediction).
+    computed (a linear model's prediction). ``gram``: X is a Gram matrix (kernel="precomputed"), which the
+    overflow messages then advise to rescale with C instead of scaling features.
     """
     if estimator is not None:
         check_feature_names(estimator, X, reset=reset)
@@ -190,19 +191,20 @@ def check_X(X, be, *, name="X", dtype=None, owner=None, estimator=None, reset=Fa
             raise ValueError(f"{name!r}{where} contains {'NaN' if nan else 'infinity'}; remove or impute it "
                              "first.")
         big = max(hi, -lo)
+        fix = ("scale the Gram matrix first: K / s with C * s gives the same decision function (s, e.g., its "
+               "largest value)" if gram else "scale the features first, e.g. with sklearn.preprocessing.StandardScaler")
         if squares and not math.isfinite(big * big):
             # every gram and the linear solvers' row norms square the values: they would be inf, and
             # the solvers would stop at once with a zero model
             raise ValueError(f"{name!r}{where} has values up to {big:.3g}, whose squares overflow float64 "
-                             "(every gram and row norm squares them); scale the features first, e.g. with "
-                             "sklearn.preprocessing.StandardScaler.")
+                             f"(every gram and row norm squares them); {fix}.")
         if squares and not math.isfinite(big * big * int(X.shape[1])) and not bool(
                 xp.isfinite(be.row_sqnorms(X, xp.float64)).all()):
             # each square finite, their sum over a row not: the RBF gram's distances were inf - inf, and
             # SVC, DCSVC and BudgetSVC predicted NaN without a word (scikit-learn's SVC raises)
             raise ValueError(f"{name!r}{where} has rows whose squared norms overflow float64 (values up to "
                              f"{big:.3g} in {int(X.shape[1])} features; every gram and row norm squares them); "
-                             "scale the features first, e.g. with sklearn.preprocessing.StandardScaler.")
+                             f"{fix}.")
     return X
 
 

@@ -154,15 +154,20 @@ def _callable_gram(kernel, A, B, n_a, n_b, where):
 _ASYMMETRY_MAX = 1e-4
 
 
-def _check_precomputed(be, K, n, source="precomputed"):
-    """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages) and
-    symmetric (checked in row blocks; scikit-learn does not check, and its solver never returns on one
-    that is far from symmetric, as ours did)."""
+def _check_precomputed(be, K, n):
+    """kernel="precomputed": the training Gram matrix must be dense and square (sklearn's messages)."""
     if be.issparse(K):
         raise TypeError("Sparse precomputed kernels are not supported.")
     if int(K.shape[1]) != n:
         raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {n}x{int(K.shape[1])} matrix.")
+
+
+def _check_symmetric(be, K, source):
+    """A training Gram matrix (``source``: "precomputed" or "callable") must be symmetric: checked in row
+    blocks (no n x n copy); scikit-learn does not check, and its solver never returns on one that is far
+    from symmetric, as ours did."""
     xp = be.xp
+    n = int(K.shape[0])
     scale = float(xp.max(xp.abs(K))) if n else 0.0
     worst, step = 0.0, max(1, (1 << 22) // max(n, 1))
     for i in range(0, n, step):
@@ -472,11 +477,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         # X decides the device; labels and weights are read on the host from either library (string labels
         # cannot be CuPy arrays), as LinearSVC and BudgetSVC do
         be = get_backend(self.device, X)
-        X = check_X(X, be, owner="SVC", estimator=self, reset=True)
+        X = check_X(X, be, owner="SVC", estimator=self, reset=True, gram=self.kernel == "precomputed")
         n, d = int(X.shape[0]), int(X.shape[1])
         precomputed = self.kernel == "precomputed" or callable(self.kernel)
         if precomputed:
-            _check_precomputed(be, X, n, "precomputed" if self.kernel == "precomputed" else "callable")
+            _check_precomputed(be, X, n)
         y = check_class_labels(y, n, owner="SVC")
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
@@ -509,6 +514,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         stalled = 0  # binary problems whose solver stopped moving before reaching tol
         prob_a, prob_b = [], []
         problems = ovo_pair_rows(keep, y_idx, classes)
+        if precomputed:  # (after the label and weight checks, whose messages scikit-learn's checks expect)
+            _check_symmetric(be, spec.matrix, "precomputed" if self.kernel == "precomputed" else "callable")
         pairs = [(a, b) for a, b, _, _ in problems]
         tasks = [(idx, yb, None if group is None else group[idx]) for _, _, idx, yb in problems]
         if self._probability():  # the folds of every pair, drawn in pair order (as one pair after the other)
@@ -665,7 +672,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                                "between the new points and the support vectors (kernel(X, support rows))")
         lib = array_library(X)
         be = self._model_backend()
-        X = check_X(X, be, owner="SVC", estimator=self)
+        X = check_X(X, be, owner="SVC", estimator=self, gram=self.kernel == "precomputed")
         xp = be.xp
         if callable(self.kernel):  # the callable's values against the support vectors
             return be, X.astype(xp.float64) @ self._pair_coef.T + self._pair_b[None, :], lib

@@ -284,3 +284,19 @@ def test_asymmetric_gram_matrix_is_refused():
     got = SVC(kernel="precomputed", device="cpu").fit(noisy, y2).decision_function(sym)
     ref = SVC(kernel="precomputed", device="cpu").fit(sym, y2).decision_function(sym)
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_gram_matrix_beyond_float32_fits_and_overflow_advice_fits_a_gram():
+    """A precomputed matrix beyond float32's range (1e40) was cast to float32 rows of inf (the default
+    gram_dtype) and the fit ended in "not finite"; it is now stored as float64 rows. Values whose squares
+    overflow are refused with advice for a Gram matrix (rescale it with C), not "scale the features"."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:120]
+    y = y[:120]
+    K = X @ X.T
+    ref = SVC(kernel="precomputed", tol=1e-8, device="cpu").fit(K, y).decision_function(K)
+    for s in (1e40, 1e100):  # (solved to 1e-8: the scaled problem takes another path to tol)
+        got = SVC(kernel="precomputed", C=1 / s, tol=1e-8, device="cpu").fit(K * s, y).decision_function(K * s)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"scale the Gram matrix first: K / s with C \* s gives the same"):
+        SVC(kernel="precomputed", device="cpu").fit(K * 1e200, y)

@@ -326,6 +326,12 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
     """
     if str(gram_dtype) != "float32":
         return str(gram_dtype)
+    if spec.kind == "precomputed" and spec.matrix.size and (
+            float(be.xp.max(be.xp.abs(spec.matrix))) > float(be.xp.finfo(be.xp.float32).max)):
+        # a given matrix beyond float32's range: its float32 rows held inf and the fit ended in "not finite"
+        if verbose:
+            print("Gram values stored as float64: the precomputed matrix exceeds float32's range", flush=True)
+        return "float64"
     if computed_in == "float32" and spec.kind not in ("linear", "precomputed"):
         # a gram computed from float32 rows has intermediates up to 4 max ||x||^2 (the RBF distance
         # ||x||^2 + ||z||^2 - 2 x.z; x.z before gamma scales it): beyond float32's range they overflow
