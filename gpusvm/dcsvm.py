@@ -236,6 +236,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_weight_ : ndarray of shape (n_classes,)
+        Multipliers of C per class (as :class:`SVC`'s).
     support_ : array of shape (n_SV,)
         Indices of the support vectors, grouped by class.
     support_vectors_ : {array, CSR matrix} of shape (n_SV, n_features)
@@ -419,8 +421,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(DCSVC cannot train on a single class).")
-        Cvec_all = float(self.C) * weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx,
-                                                      owner="DCSVC", C=self.C)[0]
+        w, cw, _ = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="DCSVC", C=self.C)
+        Cvec_all = float(self.C) * w
         keep = np.flatnonzero(Cvec_all > 0)
         if isinstance(self.gamma, str):
             gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,
@@ -495,6 +497,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         self._be_name = be.device_key
         self.classes_ = classes
+        self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))
         self.support_vectors_ = be.take_rows(X, be.asarray(support)) if support.shape[0] else X[:0]
         self.dual_coef_ = be.asarray(dual)

@@ -1303,3 +1303,15 @@ def test_cluster_subproblems_are_gathered_by_the_smo_solver(monkeypatch):
         np.testing.assert_array_equal(got.dual_coef_, ref.dual_coef_)
         np.testing.assert_array_equal(got.support_, ref.support_)
         np.testing.assert_array_equal(got.decision_function(Xs[:300]), ref.decision_function(Xs[:300]))
+
+
+def test_class_weight_attribute_as_svc():
+    """DCSVC had no class_weight_, which SVC (and scikit-learn's SVC) set after fit."""
+    from sklearn.datasets import make_classification
+
+    from gpusvm import SVC
+
+    X, y = make_classification(200, 5, random_state=0, weights=[0.3, 0.7])
+    kw = dict(class_weight="balanced", device="cpu")
+    dc = DCSVC(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, random_state=0, **kw).fit(X, y)
+    np.testing.assert_array_equal(dc.class_weight_, SVC(**kw).fit(X, y).class_weight_)
