@@ -136,6 +136,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         fraction f at n_merge=2, no multi-merge can speed training up by more than 1 / (1 - f).
     n_merges_ : int
         Budget maintenance steps over all problems.
+    n_violations_ : int
+        Margin violations over all problems: the SGD steps that added a support vector (y_i f(x_i) < 1
+        for a sample of positive weight). Without merges it is ``n_support_.sum()``.
     n_iter_ : int
         Epochs run (BSGD runs a fixed number of epochs; there is no convergence test to fail, so no
         ConvergenceWarning is raised).

@@ -267,6 +267,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         ``levels_[...]['converged']``).
     n_distinct_ : int or None
         Number of distinct (x, y) pairs (None with ``deduplicate=False``), as :class:`gpusvm.SVC`.
+    shape_fit_ : tuple
+        ``(n_samples, n_features)`` of the training data, as :class:`gpusvm.SVC`'s.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Column names of X when it was a data frame with string column names (as scikit-learn's

@@ -310,3 +310,43 @@ def test_support_vectors_keep_the_float_type_of_x():
     assert m32.decision_function(X).dtype == np.float64
     mint = SVC(device="cpu").fit((X * 100).astype(np.int64), y)
     assert mint.support_vectors_.dtype == np.float64
+
+
+def _documented_attributes(cls):
+    """The names in the Attributes section of ``cls``'s numpydoc docstring."""
+    import inspect
+
+    lines = inspect.cleandoc(cls.__doc__).splitlines()
+    start = lines.index("Attributes") + 2
+    names = set()
+    for i in range(start, len(lines)):
+        if i + 1 < len(lines) and lines[i + 1].startswith("---"):  # the next section
+            break
+        if lines[i] and not lines[i].startswith(" "):
+            names.update(n.strip() for n in lines[i].split(" : ")[0].split(","))
+    return names
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("SVC", dict(kernel="linear")),
+    ("LinearSVC", {}),
+    ("BudgetSVC", dict(random_state=0)),
+    ("DCSVC", dict(kernel="linear", random_state=0)),
+    ("DCSVC", dict(n_levels=1, early_stop_level=1, min_cluster_size=0, random_state=0)),
+])
+def test_every_fitted_attribute_is_documented(name, kw):
+    """The Attributes section names every public attribute that fit sets, and fit sets each one it names
+    (except those of another configuration: a DCSVC stopped early has no coef_, one solved to the top no
+    early_model_)."""
+    import gpusvm
+
+    pd = pytest.importorskip("pandas")
+    X, y = load_digits(return_X_y=True)
+    keep = y < 3
+    X = pd.DataFrame(X[keep][:150] / 16.0, columns=[f"px{j}" for j in range(64)])
+    m = getattr(gpusvm, name)(device="cpu", **kw).fit(X, y[keep][:150])
+    documented = _documented_attributes(type(m))
+    fitted = {k for k in vars(m) if k.endswith("_") and not k.startswith("_")}
+    assert fitted - documented == set(), f"{name} sets undocumented attributes"
+    other = {"coef_"} if kw.get("early_stop_level") else {"early_model_"} if name == "DCSVC" else set()
+    assert {k for k in documented - other if not hasattr(m, k)} == set(), f"{name} lacks documented attributes"
