@@ -339,8 +339,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         0 when every binary problem converged, 1 otherwise.
     n_distinct_ : int or None
         Number of distinct (x, y) pairs among the training points, counted when ``deduplicate`` is not
-        False (None otherwise). Copies were merged when it is below ``n_samples`` and, for "auto", at
-        most half of it.
+        False (None otherwise, and for a precomputed or callable gram, whose points are never merged).
+        Copies were merged when it is below ``n_samples`` and, for "auto", at most half of it.
     probA_, probB_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
         Platt sigmoid of each class pair, P(first class | f) = 1 / (1 + exp(probA_ f + probB_)), f the
         pair's decision value in LIBSVM's sign (> 0 favours the first class); empty when

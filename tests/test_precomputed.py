@@ -43,6 +43,7 @@ def test_precomputed_gram_matches_sklearn(name):
     np.testing.assert_array_equal(m.predict(Kt), ref.predict(Kt))
     assert m.support_vectors_.shape == ref.support_vectors_.shape == (0, 0)
     assert m.n_features_in_ == 300 and m.shape_fit_ == (300, 300)
+    assert m.n_distinct_ is None  # (deduplicate="auto", but no points of a Gram matrix are merged)
 
 
 # (solver options, same path): the pairwise SMO reads the same Gram values either way and takes the same
