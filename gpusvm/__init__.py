@@ -3,7 +3,8 @@
 Estimators (scikit-learn compatible):
 
 * :class:`SVC`: exact kernel C-SVC (SMO / planning-ahead SMO, batched decomposition on GPU, ALFPGM);
-* :class:`LinearSVC`: linear SVM by dual coordinate descent (LIBLINEAR) or AVSF;
+* :class:`LinearSVC`: linear SVM by dual coordinate descent (LIBLINEAR), AVSF or a primal Newton method
+  (squared hinge); the L1-regularized one by coordinate descent (LIBLINEAR's CDN);
 * :class:`BudgetSVC`: budgeted SGD kernel SVM with multi-merge budget maintenance;
 * :class:`DCSVC`: divide-and-conquer kernel SVM.
 
