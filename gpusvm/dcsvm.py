@@ -78,8 +78,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
     **GPU**: by default (``batch_subproblems="auto"``) the clusters of a level are solved together in
     one launch, one thread block per cluster (``batch_max_size`` bounds the clusters it takes; larger
-    ones and the top level run the SVC solver's GPU path); see :mod:`gpusvm._solvers.dcsvm`. Checked
-    on the CPU emulator of the kernels; its speed on a GPU is not yet measured.
+    ones and the top level run the SVC solver's GPU path); see :mod:`gpusvm._solvers.dcsvm`. First
+    timed on an H200 at b542594 (benchmarks/results/gpu_nvidia-h200_b542594), without a one-by-one run
+    beside it.
 
     Parameters
     ----------
@@ -191,7 +192,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         of one after the other with ``solver``. Only for the SMO solvers ("smo", "pa-smo") and without
         an ``executor``; larger clusters still run one at a time. The subproblems and warm starts are
         the same and are solved to ``sub_tol`` either way. "auto": on the GPU (where one launch per
-        cluster and round was the cost; not yet timed on a device), not on the CPU.
+        cluster and round was the cost; not yet timed against one-by-one on a device), not on the CPU.
     batch_max_size : int, default=4096
         Largest cluster the batched path takes (its Gram block, ``batch_max_size**2`` float32 values
         with the default ``gram_dtype``, is formed whole).
