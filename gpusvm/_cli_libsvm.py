@@ -241,12 +241,13 @@ def train_main(args) -> int:
         cw = {lab: w for lab, w in opt["weights"].items() if lab in present}
         for lab in sorted(set(opt["weights"]) - present):
             print(f"WARNING: class label {_label_text(lab)} specified in weight is not found", file=sys.stderr)
-    # svm-train's iteration cap: max(10^7, 100 l) per binary problem (with a warning when reached)
+    # svm-train's iteration cap, max(10^7, 100 l) with l the class pair's size (with a warning when reached):
+    # what max_iter=-1 keeps in SVC's pair-at-a-time loop (the whole file's size used to stand in for l)
     est = SVC(C=opt["C"], kernel=kernel, degree=opt["degree"] if kernel == "poly" else 3, gamma=gamma,
               coef0=opt["coef0"], tol=opt["tol"], cache_size=opt["cache"], class_weight=cw or None,
               solver=opt["solver"], device=opt["device"], deduplicate=opt["deduplicate"],
               shrinking=opt.get("shrinking", True), probability=bool(opt.get("probability")),
-              max_iter=max(10**7, 100 * int(X.shape[0])), random_state=0)
+              max_iter=-1, random_state=0)
     if not opt["folds"] and np.unique(y).size == 1:  # as svm-train: a model that predicts that label
         from .libsvm_io import one_class_model_text
 

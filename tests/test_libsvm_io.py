@@ -469,25 +469,38 @@ def test_train_cross_validation_scores_against_the_labels_of_the_file(files, cap
 
 
 def test_train_caps_iterations_as_svm_train(files, monkeypatch, capsys):
-    """max(10^7, 100 l) steps per binary problem, and LIBSVM's warning when a problem reaches it."""
+    """max(10^7, 100 l) steps per binary problem, l the class pair's size (max_iter=-1 keeps that limit;
+    the whole file's size stood in for l), and LIBSVM's warning when a problem reaches it."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
 
+    import gpusvm._solvers.smo as smo_mod
     import gpusvm.svc as svc_mod
 
     d, _, _ = files
-    seen = []
-    real_fit = svc_mod.SVC.fit
+    seen, caps = [], []
+    real_fit, real_cap = svc_mod.SVC.fit, smo_mod.step_cap
 
     def fit(self, *a, **k):
         seen.append(self.max_iter)
         warnings.warn("stopped early", ConvergenceWarning)
         return real_fit(self, *a, **k)
 
+    def step_cap(max_iter, n):
+        caps.append((n, real_cap(max_iter, n)))
+        return caps[-1][1]
+
     monkeypatch.setattr(svc_mod.SVC, "fit", fit)
+    monkeypatch.setattr(smo_mod, "step_cap", step_cap)
     assert main(["train", str(d / "tr"), str(d / "m")]) == 0
-    assert seen == [10**7]
+    assert seen == [-1]
+    assert caps and all(cap == max(10**7, 100 * n) for n, cap in caps)
+    caps.clear()
+    X3, y3 = load_iris(return_X_y=True)  # three classes of 50: each pair's cap counts its 100 rows
+    dump_svmlight_file(X3, y3, str(d / "iris"), zero_based=False)
+    assert main(["train", "-q", str(d / "iris"), str(d / "m3")]) == 0
+    assert sorted(n for n, _ in caps) == [100, 100, 100]
     assert "WARNING: reaching max number of iterations" in capsys.readouterr().out
     assert main(["train", "-q", str(d / "tr"), str(d / "m")]) == 0
     assert "WARNING" not in capsys.readouterr().out
