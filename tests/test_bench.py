@@ -449,6 +449,9 @@ def test_report_merging_runs_of_different_suites_names_them_all(tmp_path):
     assert paths["json"].endswith("bench_tiny+default_cpu.json")
     assert "# gpusvm bench: suite `tiny+default`" in report.to_markdown(merged)
     assert report.merge([doc, doc])["suite"] == "tiny"
+    # a data set of several runs is listed once (its rows stay one per run)
+    assert merged["settings"]["datasets"] == ["chess-600"] and len(merged["datasets"]) == 1
+    assert len(merged["rows"]) == 3 * len(doc["rows"])
 
 
 def test_data_set_without_a_selected_solver_says_so(tmp_path):

@@ -205,7 +205,8 @@ def merge(docs: list[dict]) -> dict:
     out = {k: v for k, v in first.items() if k not in ("rows", "datasets", "outputs")}
     out["rows"], out["datasets"] = [], []
     out["settings"] = {**first.get("settings", {}), "subset_label": None,
-                       "datasets": [n for d in docs for n in d.get("settings", {}).get("datasets", [])]}
+                       "datasets": list(dict.fromkeys(n for d in docs
+                                                      for n in d.get("settings", {}).get("datasets", [])))}
     # the Markdown showed only the first run's repeats, limits, inputs and note for every merged row
     setting = [d.get("settings", {}) for d in docs]
     keys = dict.fromkeys(k for st in setting for k in st if k not in ("datasets", "subset_label"))
@@ -218,7 +219,8 @@ def merge(docs: list[dict]) -> dict:
             if dev["name"] not in devices or (dev["usable"] and not devices[dev["name"]]["usable"]):
                 devices[dev["name"]] = dev
         out["rows"] += d["rows"]
-        out["datasets"] += d["datasets"]
+        # (a data set run on the CPU in one call and on the GPU in another was listed twice)
+        out["datasets"] += [ds for ds in d["datasets"] if ds not in out["datasets"]]
         g = (d.get("machine") or {}).get("gpu") or {}
         out["merged_from"].append({"command": d.get("command"), "created": d.get("created"),
                                    "suite": d.get("suite"), "cpu_model": d["machine"].get("cpu_model"),
