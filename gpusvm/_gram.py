@@ -41,7 +41,8 @@ class GramSpec:
     def __post_init__(self):
         if not isinstance(self.kind, str) or self.kind not in (*GRAM_CODES, "precomputed"):
             raise ValueError(
-                f"The 'kernel' parameter must be one of {sorted(GRAM_CODES)}. Got {self.kind!r} instead."
+                f"The 'kernel' parameter must be one of {sorted([*GRAM_CODES, 'precomputed'])}. Got {self.kind!r} "
+                "instead."
             )
         if (self.kind == "precomputed") != (self.matrix is not None):
             raise ValueError("A GramSpec has a matrix exactly when its kind is 'precomputed'.")
