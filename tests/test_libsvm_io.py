@@ -730,30 +730,24 @@ def test_commands_report_corrupt_compressed_files_and_huge_indices(tmp_path, cap
     assert "wrong input format at line 2 (" in capsys.readouterr().err
 
 
-def test_negative_support_vector_counts_are_refused(tmp_path, capsys):
-    """'nr_sv 3 -1 2' sums to total_sv 4 and passed, giving a model of n_support_ [3, -1, 2] and garbage
-    decision values, silently."""
-    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 3\ntotal_sv 4\nrho 0.1 -0.2 0.3\nlabel 1 2 3\n"
-            "nr_sv 3 -1 2\nSV\n0.5 0.2 1:1 2:0.5\n-0.5 0.1 1:0.3\n-0.2 0.4 2:1\n-0.1 -0.6 1:-1 3:2\n")
-    (tmp_path / "m").write_text(text)
-    with pytest.raises(ValueError, match="negative support vector count in 'nr_sv 3 -1 2'"):
+@pytest.mark.parametrize("body, match", [
+    # 'nr_sv 3 -1 2' sums to total_sv 4 and passed, giving a model of n_support_ [3, -1, 2] and garbage
+    # decision values, silently
+    ("gamma 0.5\nnr_class 3\ntotal_sv 4\nrho 0.1 -0.2 0.3\nlabel 1 2 3\nnr_sv 3 -1 2\nSV\n0.5 0.2 1:1 2:0.5\n"
+     "-0.5 0.1 1:0.3\n-0.2 0.4 2:1\n-0.1 -0.6 1:-1 3:2\n", "negative support vector count in 'nr_sv 3 -1 2'"),
+    # '1:1 1:0.5' on a support vector line loaded silently, and differently by the two readers: the dense
+    # model of load_libsvm_model kept the last value (0.5), the sparse one of gpusvm predict their sum (1.5)
+    ("gamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\nnr_sv 1 1\nSV\n0.5 1:0.2\n-0.5 1:1 2:0.3 1:0.5\n",
+     "support vector line 2 repeats feature index 1"),
+], ids=["negative-nr_sv", "repeated-index"])
+def test_inconsistent_support_vectors_are_refused(tmp_path, capsys, body, match):
+    """Model files that loaded silently into wrong models are refused by the API and the predict command."""
+    (tmp_path / "m").write_text("svm_type c_svc\nkernel_type rbf\n" + body)
+    with pytest.raises(ValueError, match=match):
         load_libsvm_model(tmp_path / "m")
     (tmp_path / "te").write_text("1 1:0.5\n")
     assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
-    assert "negative support vector count" in capsys.readouterr().err
-
-
-def test_repeated_feature_index_in_a_support_vector_is_refused(tmp_path, capsys):
-    """'1:1 1:0.5' on a support vector line loaded silently, and differently by the two readers: the dense
-    model of load_libsvm_model kept the last value (0.5), the sparse one of gpusvm predict their sum (1.5)."""
-    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\n"
-            "nr_sv 1 1\nSV\n0.5 1:0.2\n-0.5 1:1 2:0.3 1:0.5\n")
-    (tmp_path / "m").write_text(text)
-    with pytest.raises(ValueError, match="support vector line 2 repeats feature index 1"):
-        load_libsvm_model(tmp_path / "m")
-    (tmp_path / "te").write_text("1 1:0.5\n")
-    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
-    assert "support vector line 2 repeats feature index 1" in capsys.readouterr().err
+    assert match in capsys.readouterr().err
 
 
 def test_a_pair_value_of_zero_votes_as_in_libsvm(tmp_path, capsys):
