@@ -497,7 +497,6 @@ class SVC(ClassifierMixin, BaseEstimator):
                                   used=self.kernel in ("rbf", "poly", "sigmoid"))
         else:
             gamma = float(self.gamma)
-        self._gamma = gamma
 
         xp = be.xp
         if precomputed:  # the solvers see every point as its row of the matrix (gpusvm._gram)
@@ -553,7 +552,10 @@ class SVC(ClassifierMixin, BaseEstimator):
                                                                       pair_idx, pair_b)
         check_finite_model(dual, intercept, "SVC")
 
+        # the model's attributes only once it is solved: a fit that raised (a class pair left without
+        # positive weights, Ctrl-C) kept the model before it, but with this data's gamma
         self._be_name = be.device_key
+        self._gamma = gamma
         self.classes_ = classes
         self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))

@@ -893,3 +893,15 @@ def test_default_max_iter_stops_at_libsvm_step_limit():
     assert clf.n_iter_.tolist() == [10**7]
     assert clf.objective_[0] > 0  # usable: a feasible point that improved on alpha = 0
     assert np.isfinite(clf.decision_function(X)).all()
+
+
+def test_failed_refit_leaves_the_earlier_model_as_it_was():
+    # the second fit resolves gamma="scale" from its own data and then raises (a class pair has no sample
+    # of positive weight): the first model must predict as before, not with the second data's gamma
+    X, y = load_bundled("breast_cancer")
+    m = SVC(device="cpu").fit(X, y)
+    before = m.decision_function(X[:20])
+    y2 = np.where(np.arange(len(y)) < 5, 2, y)
+    with pytest.raises(ValueError, match="positive weight"):
+        m.fit(X * 10, y2, sample_weight=np.r_[np.zeros(5), np.ones(len(y) - 5)])
+    np.testing.assert_array_equal(m.decision_function(X[:20]), before)
