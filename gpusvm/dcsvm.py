@@ -432,7 +432,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                                   used=self.kernel in ("rbf", "poly", "sigmoid"))
         else:
             gamma = float(self.gamma)
-        self._gamma = gamma
         spec = self._gram_spec(gamma)
         rng, seed = self._rng()
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)
@@ -498,7 +497,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         # (the intercepts are NaN by design when the fit stopped early: no top-level model)
         check_finite_model(dual, intercept if self.early_stop_level is None else 0.0, "DCSVC")
 
+        # the model's attributes only once it is solved: a fit that raised (too few points for the clusters,
+        # Ctrl-C) kept the model before it, but with this data's gamma (as SVC)
         self._be_name = be.device_key
+        self._gamma = gamma
         self.classes_ = classes
         self.class_weight_ = np.asarray(cw, dtype=np.float64)
         self.support_ = be.asarray(support.astype(np.int32))

@@ -1315,3 +1315,14 @@ def test_class_weight_attribute_as_svc():
     kw = dict(class_weight="balanced", device="cpu")
     dc = DCSVC(n_levels=1, n_clusters_per_level=2, min_cluster_size=0, random_state=0, **kw).fit(X, y)
     np.testing.assert_array_equal(dc.class_weight_, SVC(**kw).fit(X, y).class_weight_)
+
+
+def test_failed_refit_leaves_the_earlier_model_as_it_was():
+    # the second fit resolves gamma="scale" from its own data and then raises (fewer points than
+    # clusters): the first model must predict as before, not with the second data's gamma
+    X, y = load_bundled("breast_cancer")
+    m = DCSVC(n_levels=1, n_clusters_per_level=4, min_cluster_size=0, random_state=0, device="cpu").fit(X, y)
+    before = m.decision_function(X[:20])
+    with pytest.raises(ValueError, match="needs 4 clusters"):
+        m.fit(X[:3] * 10, [0, 1, 0])
+    np.testing.assert_array_equal(m.decision_function(X[:20]), before)
