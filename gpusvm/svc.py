@@ -597,14 +597,17 @@ class SVC(ClassifierMixin, BaseEstimator):
             del self.n_features_in_
         self.n_distinct_ = n_groups
         if not all(converged):
-            why = (f"; {stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap "
-                   f"reached tol={self.tol}" if stalled else "")
+            # (a stalled problem stopped before any limit: the limit is named only for those that reached it)
             limit = ("LIBSVM's step limit max(10^7, 100 n), which max_iter=-1 keeps" if self.max_iter == -1
                      else f"max_iter={self.max_iter}")
-            warnings.warn(f"Solver terminated early ({limit}) on "
-                          f"{converged.count(False)} of {len(converged)} binary problem(s){why}. The model is "
-                          f"usable but not optimal. Raise max_iter{' or tol' if stalled else ''} or preprocess "
-                          "the data (e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)
+            capped = converged.count(False) - stalled
+            why = "; ".join(([f"{capped} at {limit}"] if capped else []) + (
+                [f"{stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap reached "
+                 f"tol={self.tol}"] if stalled else []))
+            warnings.warn(f"Solver terminated early on {converged.count(False)} of {len(converged)} binary "
+                          f"problem(s) ({why}). The model is usable but not optimal. Raise "
+                          f"max_iter{' or tol' if stalled else ''} or preprocess the data (e.g. StandardScaler).",
+                          ConvergenceWarning, stacklevel=2)
         return self
 
     def _solve_rows(self, be, X, rows, yb, C, groups, x_sqnorm, spec, solver_fn, opts, cache_bytes, verbose=0):
