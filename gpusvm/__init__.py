@@ -31,13 +31,18 @@ _LAZY = {
 }
 
 __all__ = ["GramSpec", "get_backend", "gpu_status", "__version__", *_LAZY]
+# public submodules, imported on first attribute access (`import gpusvm; gpusvm.datasets.make_chessboard`
+# raised AttributeError unless gpusvm.datasets had been imported already)
+_SUBMODULES = ("datasets",)
 
 
 def __getattr__(name):
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
+    if name in _SUBMODULES:
+        return import_module(f"gpusvm.{name}")
     raise AttributeError(f"module 'gpusvm' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -57,3 +57,13 @@ def test_wheel_declares_console_script_and_extras(wheel):
     assert "cupy-cuda12x" in text and "cupy-cuda13x" in text
     ep = next(n for n in z.namelist() if n.endswith("entry_points.txt"))
     assert "gpusvm = gpusvm.__main__:main" in z.read(ep).decode()
+
+
+def test_datasets_submodule_is_an_attribute_of_the_package():
+    """`import gpusvm; gpusvm.datasets.make_chessboard(...)` raised AttributeError unless the submodule had
+    been imported already (the README's examples import it explicitly). Checked in a fresh interpreter."""
+    code = ("import sys, gpusvm; assert 'gpusvm.datasets' not in sys.modules; "
+            "X, y = gpusvm.datasets.make_chessboard(10, random_state=0); print(X.shape, 'datasets' in dir(gpusvm))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["(10,", "2)", "True"]
