@@ -604,10 +604,10 @@ class SVC(ClassifierMixin, BaseEstimator):
             why = "; ".join(([f"{capped} at {limit}"] if capped else []) + (
                 [f"{stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap reached "
                  f"tol={self.tol}"] if stalled else []))
+            remedy = " or ".join((["max_iter"] if capped else []) + (["tol"] if stalled else []))
             warnings.warn(f"Solver terminated early on {converged.count(False)} of {len(converged)} binary "
-                          f"problem(s) ({why}). The model is usable but not optimal. Raise "
-                          f"max_iter{' or tol' if stalled else ''} or preprocess the data (e.g. StandardScaler).",
-                          ConvergenceWarning, stacklevel=2)
+                          f"problem(s) ({why}). The model is usable but not optimal. Raise {remedy} or preprocess "
+                          "the data (e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)
         return self
 
     def _solve_rows(self, be, X, rows, yb, C, groups, x_sqnorm, spec, solver_fn, opts, cache_bytes, verbose=0):

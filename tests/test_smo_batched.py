@@ -784,3 +784,26 @@ def test_float32_solve_of_a_plain_problem_keeps_float32_rows():
     K = rbf_kernel(X, gamma=0.5)
     beta = res.alpha * y
     assert res.objective == pytest.approx(res.alpha.sum() - 0.5 * beta @ K @ beta, rel=1e-12)
+
+
+@pytest.mark.parametrize("max_iter", [-1, 500])
+def test_stalled_fit_warns_without_blaming_max_iter(monkeypatch, max_iter):
+    """A batched solve that stalls (a round moved no alpha) stops long before its limit: SVC's warning said
+    "Solver terminated early (LIBSVM's step limit max(10^7, 100 n) ...)" (or "(max_iter=500)") and "Raise
+    max_iter", which cannot help it. Only the stall, and tol, are named now."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from gpusvm import SVC
+
+    def no_move(K_BB, yB, aB, GB, CB, dB, *args):
+        return aB.copy(), np.array([0], dtype=np.int64), np.array([0.0])
+
+    monkeypatch.setattr(CPU, "local_smo", no_move, raising=False)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="1 stalled") as rec:
+        m = SVC(gamma=0.5, decomposition="batched", device="cpu", gram_dtype="float64", max_iter=max_iter).fit(X, y)
+    msg = str(rec[0].message)
+    assert m.n_iter_[0] == 1 and m.fit_status_ == 1
+    assert "max_iter" not in msg and "step limit" not in msg and "Raise tol or" in msg
