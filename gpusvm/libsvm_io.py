@@ -286,9 +286,10 @@ def _parse_model(path, first_index=1, one_class=False):
     """A LIBSVM C-SVC model file, validated, as a dict of its header values and support-vector
     entries (``width``: the largest feature index used); :func:`_build_model` makes the estimator.
     Feature index ``first_index`` is column 0 (``gpusvm train`` / ``predict`` use 0: column = index,
-    as LIBSVM, which also takes index 0; "auto": 0 when the file has an index 0, else 1). ``one_class``: a model of one label (``nr_class 1``, what
-    svm-train writes for a training file of a single label) gives ``{"k": 1, "labels": [label], "prob": p}``,
-    ``p`` True when the file has probA and probB lines (svm-train -b 1), else None."""
+    as LIBSVM, which also takes index 0; "auto": 0 when the file has an index 0, else 1). ``one_class``:
+    a model of one label (``nr_class 1``, what svm-train writes for a training file of a single label)
+    gives ``{"k": 1, "labels": [label], "prob": p}``, ``p`` True when the file has probA and probB lines
+    (svm-train -b 1), else None."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
         header = _parse_header(fh, path)
