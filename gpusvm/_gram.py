@@ -18,6 +18,7 @@ pair-at-a-time SMO reads K directly (code 4).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -68,6 +69,12 @@ class GramSpec:
     @property
     def code(self) -> int:
         return PRECOMPUTED_CODE if self.kind == "precomputed" else GRAM_CODES[self.kind]
+
+    @functools.cached_property
+    def matrix_max_abs(self) -> float:
+        """max |K| of a precomputed matrix: one pass over it, then kept (the fit's symmetry check and every
+        class pair's choice of float32 or float64 rows ask for it)."""
+        return float(abs(self.matrix).max()) if self.matrix.size else 0.0
 
     @property
     def diag_is_one(self) -> bool:

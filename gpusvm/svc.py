@@ -162,13 +162,13 @@ def _check_precomputed(be, K, n):
         raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {n}x{int(K.shape[1])} matrix.")
 
 
-def _check_symmetric(be, K, source):
-    """A training Gram matrix (``source``: "precomputed" or "callable") must be symmetric: checked in row
-    blocks (no n x n copy); scikit-learn does not check, and its solver never returns on one that is far
-    from symmetric, as ours did."""
-    xp = be.xp
+def _check_symmetric(be, spec, source):
+    """A training Gram matrix (``spec.matrix``; ``source``: "precomputed" or "callable") must be symmetric:
+    checked in row blocks (no n x n copy); scikit-learn does not check, and its solver never returns on one
+    that is far from symmetric, as ours did."""
+    xp, K = be.xp, spec.matrix
     n = int(K.shape[0])
-    scale = float(xp.max(xp.abs(K))) if n else 0.0
+    scale = spec.matrix_max_abs
     worst, step = 0.0, max(1, (1 << 22) // max(n, 1))
     for i in range(0, n, step):
         worst = max(worst, float(xp.max(xp.abs(K[i:i + step, :] - K[:, i:i + step].T))))
@@ -514,7 +514,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         prob_a, prob_b = [], []
         problems = ovo_pair_rows(keep, y_idx, classes)
         if precomputed:  # (after the label and weight checks, whose messages scikit-learn's checks expect)
-            _check_symmetric(be, spec.matrix, "precomputed" if self.kernel == "precomputed" else "callable")
+            _check_symmetric(be, spec, "precomputed" if self.kernel == "precomputed" else "callable")
         pairs = [(a, b) for a, b, _, _ in problems]
         tasks = [(idx, yb, None if group is None else group[idx]) for _, _, idx, yb in problems]
         if self._probability():  # the folds of every pair, drawn in pair order (as one pair after the other)

@@ -326,8 +326,7 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
     """
     if str(gram_dtype) != "float32":
         return str(gram_dtype)
-    if spec.kind == "precomputed" and spec.matrix.size and (
-            float(be.xp.max(be.xp.abs(spec.matrix))) > float(be.xp.finfo(be.xp.float32).max)):
+    if spec.kind == "precomputed" and spec.matrix_max_abs > float(be.xp.finfo(be.xp.float32).max):
         # a given matrix beyond float32's range: its float32 rows held inf and the fit ended in "not finite"
         if verbose:
             print("Gram values stored as float64: the precomputed matrix exceeds float32's range", flush=True)
