@@ -130,12 +130,8 @@ __device__ __forceinline__ void smo_oriented(const double* sy, const double* sg,
 template <typename T>
 __device__ double smo_clipped_gain(const T* K, int q, const double* sd, const double* sy, const double* sa,
                                    const double* sg, const double* sc, int u, int v) {
-    double su = -sy[u] * sg[u], sv = -sy[v] * sg[v];
-    if (su < sv) {
-        int tu = u; u = v; v = tu;
-        double ts = su; su = sv; sv = ts;
-    }
-    const double b = S_(su, sv);
+    smo_oriented(sy, sg, u, v, u, v);
+    const double b = S_(-sy[u] * sg[u], -sy[v] * sg[v]);
     double lu, lv;
     smo_limit(sy, sa, sc, u, v, lu, lv);
     const double ub = fmin(lu, lv);

@@ -106,12 +106,8 @@ def _oriented(y, g, u, v):
 @numba.njit(cache=True)
 def _clipped_gain(K, diag, y, a, g, C, u, v):
     # gain of the clipped Newton step on the pair {u, v}, oriented so that b >= 0
-    su = -y[u] * g[u]
-    sv = -y[v] * g[v]
-    if su < sv:
-        u, v = v, u
-        su, sv = sv, su
-    b = su - sv
+    u, v = _oriented(y, g, u, v)
+    b = -y[u] * g[u] - (-y[v] * g[v])
     ui, uj = _limit(y[u], a[u], C[u], y[v], a[v], C[v])
     ub = min(ui, uj)
     if not (b > 0.0) or not (ub > 0.0):
