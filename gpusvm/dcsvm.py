@@ -18,6 +18,7 @@ from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
+from ._solvers._common import step_limit_text
 from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_random_state_param, check_scalar, check_X, to_numpy,
@@ -534,8 +535,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             else:
                 what = ("in at least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
                         "not optimal")
-            limit = ("LIBSVM's step limit max(10^7, 100 n), which max_iter=-1 keeps" if self.max_iter == -1
-                     else f"max_iter={self.max_iter}")
+            limit = step_limit_text(self.max_iter)
             warnings.warn(f"A solver stopped at {limit} before reaching tol={self.tol} {what}. "
                           "Raise max_iter.", ConvergenceWarning, stacklevel=2)
         return self

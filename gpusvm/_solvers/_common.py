@@ -53,6 +53,13 @@ def step_cap(max_iter, n) -> int:
     return int(max_iter)
 
 
+def step_limit_text(max_iter) -> str:
+    """How a ConvergenceWarning names the limit :func:`step_cap` applied for the estimator's ``max_iter``."""
+    if max_iter is None or int(max_iter) < 0:
+        return "LIBSVM's step limit max(10^7, 100 n), which max_iter=-1 keeps"
+    return f"max_iter={max_iter}"
+
+
 def up_low_masks(be, y, alpha, C):
     """Boolean masks of I_up and I_low."""
     pos = y > 0
