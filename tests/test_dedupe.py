@@ -89,6 +89,44 @@ def test_compiled_row_hash_equals_the_array_version(rng):
                 np.testing.assert_array_equal(got, ref)
 
 
+def test_compiled_rows_differ_equals_the_array_version(rng):
+    """The CPU op rows_differ (one Numba pass) answers as rows_differ_xp (the GPU's array version): values
+    compared with ``!=`` (-0.0 equals 0.0), explicit zeros as zeros, on dense C and F order, float32, and
+    CSR in canonical and non-canonical form."""
+    from gpusvm._backend.ops.rowhash import rows_differ_xp
+
+    base = rng.integers(-1, 2, size=(30, 7)).astype(np.float64)
+    X = base[rng.integers(0, 30, size=300)]  # many equal pairs
+    X[rng.random(X.shape) < 0.02] *= -0.0 if rng.random() < 0.5 else 1.0
+    X[11] = -0.0
+    X[12] = 0.0
+    X[13, 3] += 1e-300  # differs from its twin by one ulp-sized value
+    S = sp.csr_matrix(X)
+    zeros = sp.csr_matrix((X.ravel(), np.tile(np.arange(7), 300), np.arange(301) * 7), shape=X.shape)
+    assert zeros.has_canonical_format and zeros.nnz > S.nnz  # explicit zeros stored
+    perm = zeros.copy()
+    for r in range(perm.shape[0]):
+        a, b = perm.indptr[r], perm.indptr[r + 1]
+        perm.indices[a:b], perm.data[a:b] = perm.indices[a:b][::-1].copy(), perm.data[a:b][::-1].copy()
+    perm.has_sorted_indices = False
+    # even rows store every entry (zeros too), odd rows only their nonzeros: equal rows stored both ways
+    keep = (X != 0) | (np.arange(300)[:, None] % 2 == 0)
+    mixed = sp.csr_matrix((X[keep], np.nonzero(keep)[1], np.concatenate([[0], np.cumsum(keep.sum(1))])),
+                          shape=X.shape)
+    assert mixed.has_canonical_format
+    a = np.concatenate([rng.integers(0, 300, size=2000), [11, 12, 13, 5]])
+    b = np.concatenate([rng.integers(0, 300, size=2000), [12, 11, 13, 5]])
+    expect = np.any(X[a] != X[b], axis=1)
+    assert 0 < expect.sum() < expect.size and not expect[-4] and not expect[-1]
+    for A in (X, np.asfortranarray(X), X.astype(np.float32), S, zeros, mixed, perm,
+              sp.csr_matrix(X.astype(np.float32))):
+        got = CPU.rows_differ(A, a, b)
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got, expect)
+        np.testing.assert_array_equal(rows_differ_xp(CPU, A, a, b), expect)
+    assert CPU.rows_differ(X, a[:0], b[:0]).shape == (0,)
+
+
 @pytest.mark.parametrize("case", ["consistent", "h2 differs", "all h1 equal"])
 def test_candidate_representatives_are_first_rows_of_equal_triples(rng, case):
     # "consistent": h2 follows from (label, h1), the one-key sort decides; otherwise rows of equal sort
