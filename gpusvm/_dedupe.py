@@ -60,6 +60,13 @@ def row_hashes(be, X, seed):
     return be.row_hash(X, seed)
 
 
+def _hash_pair(be, X):
+    """The two hashes of every row that :func:`duplicate_groups` groups by (fused op ``row_hash2``: one
+    pass for both seeds on the CPU), as host arrays."""
+    h1, h2 = be.row_hash2(X, *_SEEDS)
+    return np.asarray(be.to_host(h1)), np.asarray(be.to_host(h2))
+
+
 @numba.njit(cache=True, nogil=True)
 def _first_of_equal_triples(h1, h2, lab, rep):
     # open addressing with linear probing over a table of >= 2n slots; the slot comes from all three
@@ -121,8 +128,7 @@ def duplicate_groups(be, X, labels):
     labels = np.asarray(labels)
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
-    h1 = np.asarray(be.to_host(row_hashes(be, X, _SEEDS[0])))
-    h2 = np.asarray(be.to_host(row_hashes(be, X, _SEEDS[1])))
+    h1, h2 = _hash_pair(be, X)
     rep = _candidate_representatives(h1, h2, labels)
     members = np.flatnonzero(rep != np.arange(n))
     if members.size:

@@ -63,8 +63,9 @@ def test_row_hashes_same_for_dense_csr_dtype_and_signed_zero(rng):
 
 
 def test_compiled_row_hash_equals_the_array_version(rng):
-    """The CPU op (one Numba pass) gives the bits of row_hash_xp (the GPU's array version) on dense C and
-    F order, float32, -0.0, empty rows, and CSR with unsorted indices and explicit zeros."""
+    """The CPU ops (one Numba pass; row_hash2: two seeds in one pass) give the bits of row_hash_xp (the GPU's
+    array version) on dense C and F order, float32, -0.0, empty rows, and CSR with unsorted indices and
+    explicit zeros."""
     from gpusvm._backend.ops.rowhash import row_hash_xp
 
     X = rng.normal(size=(80, 11)) * 1e3
@@ -87,6 +88,9 @@ def test_compiled_row_hash_equals_the_array_version(rng):
             np.testing.assert_array_equal(got, row_hash_xp(np, A, seed, sparse))
             if A.shape == X.shape and not (getattr(A, "dtype", None) == np.float32):
                 np.testing.assert_array_equal(got, ref)
+    for A, sparse in cases:  # the two-seed pass that duplicate finding uses
+        for got, seed in zip(CPU.row_hash2(A, *_dedupe._SEEDS), _dedupe._SEEDS):
+            np.testing.assert_array_equal(got, row_hash_xp(np, A, seed, sparse))
 
 
 def test_compiled_rows_differ_equals_the_array_version(rng):
@@ -154,7 +158,8 @@ def test_duplicate_groups_match_exact_grouping(rng, sparse):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_hash_collisions_never_merge_different_rows(rng, monkeypatch, sparse):
     X, y = _with_copies(rng)
-    monkeypatch.setattr(_dedupe, "row_hashes", lambda be, X, seed: be.xp.zeros(int(X.shape[0]), dtype=be.xp.uint64))
+    zeros = np.zeros(X.shape[0], dtype=np.uint64)
+    monkeypatch.setattr(_dedupe, "_hash_pair", lambda be, X: (zeros, zeros))
     group, _ = _dedupe.duplicate_groups(CPU, sp.csr_matrix(X) if sparse else X, y)
     # every row now collides with every other of its label; only the exact comparison separates them
     for g in np.unique(group):
@@ -377,6 +382,8 @@ def test_gpu_groups_match_cpu(gpu_backend, rng, sparse):
     for seed in (1, 2):
         np.testing.assert_array_equal(np.asarray(gpu_backend.to_host(_dedupe.row_hashes(gpu_backend, Xg, seed))),
                                       _dedupe.row_hashes(CPU, Xh, seed))
+    for hg, hc in zip(gpu_backend.row_hash2(Xg, 1, 2), CPU.row_hash2(Xh, 1, 2)):
+        np.testing.assert_array_equal(np.asarray(gpu_backend.to_host(hg)), hc)
     g_gpu, n_gpu = _dedupe.duplicate_groups(gpu_backend, Xg, y)
     g_cpu, n_cpu = _dedupe.duplicate_groups(CPU, Xh, y)
     np.testing.assert_array_equal(g_gpu, g_cpu)

@@ -10,7 +10,8 @@ hash only has to make collisions rare.
 
 * :func:`row_hash_xp`: the hash in array operations over ``xp`` (NumPy or CuPy), the reference and the
   GPU op (elementwise CuPy kernels and a prefix sum; the rows' hashes come back as one device array).
-* CPU op: the same hash in one compiled pass over the entries (Numba). The array version makes about
+* CPU op: the same hash in one compiled pass over the entries (Numba); ``row_hash2`` gives the hashes of
+  two seeds in one pass (duplicate finding needs two). The array version makes about
   ten full-length uint64 temporaries per seed; on a9a (32,561 x 123 CSR, 451k entries) it took ~20 ms
   per seed, as long as a whole LinearSVC fit at small C, which ``deduplicate="auto"`` paid for every
   fit. Both give the same bits (tests).
@@ -90,46 +91,72 @@ def _mix1(v):
 
 
 @numba.njit(cache=True, nogil=True)
-def _csr_hash(values, bits, indices, indptr, seed, out):
-    for r in range(out.shape[0]):
-        acc = np.uint64(0)
+def _csr_hash2(values, bits, indices, indptr, seed1, seed2, out1, out2):
+    # both seeds in one pass over the entries: 35-40% less time than two passes (phishing, a9a, w8a)
+    for r in range(out1.shape[0]):
+        acc1 = np.uint64(0)
+        acc2 = np.uint64(0)
         for p in range(indptr[r], indptr[r + 1]):
             if values[p] != 0.0:
-                key = _mix1(np.uint64(indices[p]) * _UGOLDEN + seed)
-                acc += _mix1(bits[p] ^ key)
-        out[r] = acc
+                col = np.uint64(indices[p]) * _UGOLDEN
+                acc1 += _mix1(bits[p] ^ _mix1(col + seed1))
+                acc2 += _mix1(bits[p] ^ _mix1(col + seed2))
+        out1[r] = acc1
+        out2[r] = acc2
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_hash(values, bits, seed, out):
+def _dense_hash2(values, bits, seed1, seed2, out1, out2):
     n, d = values.shape
-    keys = np.empty(d, dtype=np.uint64)
+    keys1 = np.empty(d, dtype=np.uint64)
+    keys2 = np.empty(d, dtype=np.uint64)
     for c in range(d):
-        keys[c] = _mix1(np.uint64(c) * _UGOLDEN + seed)
+        keys1[c] = _mix1(np.uint64(c) * _UGOLDEN + seed1)
+        keys2[c] = _mix1(np.uint64(c) * _UGOLDEN + seed2)
     for r in range(n):
-        acc = np.uint64(0)
+        acc1 = np.uint64(0)
+        acc2 = np.uint64(0)
         for c in range(d):
             if values[r, c] != 0.0:
-                acc += _mix1(bits[r, c] ^ keys[c])
-        out[r] = acc
+                acc1 += _mix1(bits[r, c] ^ keys1[c])
+                acc2 += _mix1(bits[r, c] ^ keys2[c])
+        out1[r] = acc1
+        out2[r] = acc2
+
+
+@register_op("row_hash2", "cpu")
+def row_hash2_cpu(be, X, seed1, seed2):
+    """The hashes of every row of ``X`` (dense or CSR, host) for two seeds, in one compiled pass: a tuple of
+    two uint64 arrays of shape (n,), the same bits as ``row_hash(X, seed1)`` and ``row_hash(X, seed2)``."""
+    n = int(X.shape[0])
+    out1 = np.empty(n, dtype=np.uint64)
+    out2 = np.empty(n, dtype=np.uint64)
+    seed1, seed2 = np.uint64(seed1), np.uint64(seed2)
+    if be.issparse(X):
+        values = np.ascontiguousarray(X.data, dtype=np.float64)
+        _csr_hash2(values, values.view(np.uint64), np.ascontiguousarray(X.indices), np.ascontiguousarray(X.indptr),
+                   seed1, seed2, out1, out2)
+        return out1, out2
+    values = np.asarray(X, dtype=np.float64)
+    if not (values.flags.c_contiguous or values.flags.f_contiguous):
+        values = np.ascontiguousarray(values)
+    _dense_hash2(values, values.view(np.uint64), seed1, seed2, out1, out2)
+    return out1, out2
+
+
+@register_op("row_hash2", "gpu")
+def row_hash2_gpu(be, X, seed1, seed2):
+    """GPU version of :func:`row_hash2_cpu`: :func:`row_hash_xp` over CuPy for each seed, on the device."""
+    with be.device:
+        sparse = be.issparse(X)
+        return row_hash_xp(be.xp, X, seed1, sparse), row_hash_xp(be.xp, X, seed2, sparse)
 
 
 @register_op("row_hash", "cpu")
 def row_hash_cpu(be, X, seed):
-    """Hash of every row of ``X`` (dense or CSR, host): uint64 array of shape (n,); see the module."""
-    n = int(X.shape[0])
-    out = np.empty(n, dtype=np.uint64)
-    seed = np.uint64(seed)
-    if be.issparse(X):
-        values = np.ascontiguousarray(X.data, dtype=np.float64)
-        _csr_hash(values, values.view(np.uint64), np.ascontiguousarray(X.indices), np.ascontiguousarray(X.indptr),
-                  seed, out)
-        return out
-    values = np.asarray(X, dtype=np.float64)
-    if not (values.flags.c_contiguous or values.flags.f_contiguous):
-        values = np.ascontiguousarray(values)
-    _dense_hash(values, values.view(np.uint64), seed, out)
-    return out
+    """Hash of every row of ``X`` (dense or CSR, host): uint64 array of shape (n,); see the module. (The
+    two-seed pass of :func:`row_hash2_cpu` with the seed twice: duplicate finding uses ``row_hash2``.)"""
+    return row_hash2_cpu(be, X, seed, seed)[0]
 
 
 @register_op("row_hash", "gpu")
