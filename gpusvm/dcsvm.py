@@ -18,7 +18,7 @@ from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
-from ._solvers._common import step_limit_text
+from ._solvers._common import early_stop_causes
 from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_random_state_param, check_scalar, check_X, to_numpy,
@@ -185,7 +185,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     max_iter : int, default=-1
         Iteration limit of every solve (-1: none, except LIBSVM's own limit of max(10^7, 100 n) steps
         for the SMO solves, as in :class:`SVC`); reaching it gives a ``ConvergenceWarning``, which says
-        whether the top-level solve (and so the model) still reached ``tol``.
+        whether the top-level solve (and so the model) still reached ``tol``, and tells solves that
+        reached the limit from solves that stalled before it (their steps stopped changing alpha).
     batch_subproblems : {"auto", True, False}, default="auto"
         Solve the clusters of a level that hold both classes and at most ``batch_max_size`` points
         together, in one launch of the batched local SMO (``be.local_smo_batched``: one CUDA thread
@@ -479,6 +480,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         results = map_problems(solve_pair, range(len(problems)), self.n_jobs, on_gpu=be.is_gpu)
         levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
         converged = True
+        n_unconverged = n_stalled = 0  # (the solves that stopped before tol; those that stalled, as SVC counts)
         for (a, b, idx, yb), (res, undo) in zip(problems, results):
             for info in res.levels:
                 if n_classes > 2:
@@ -490,6 +492,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             n_iter.append(int(res.n_iter))
             objective.append(np.nan if res.objective is None else float(res.objective))
             converged &= bool(res.converged)
+            n_unconverged += res.n_unconverged
+            n_stalled += res.n_stalled
             models.append(res.models)
 
         # ---- LIBSVM's model layout, as gpusvm.SVC ----
@@ -526,18 +530,17 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             del self.early_model_
         if not converged:
             top_done = self.early_stop_level is None and all(lv["converged"] for lv in levels if lv["level"] == 0)
+            where, what = "", "the model is usable but not optimal"
             if top_done:
                 # only solves below the top stopped early: they warm-start the top, which reached tol, so the
                 # model is the exact one; the early predictions of those levels are what is unfinished
-                what = ("in a DC-SVM solve below the top level (see levels_[...]['converged']); the top-level "
-                        "solve converged, so the model is exact to tol, but predict(X, level=...) uses "
-                        "unfinished local models")
-            else:
-                what = ("in at least one DC-SVM solve (see levels_[...]['converged']); the model is usable but "
-                        "not optimal")
-            limit = step_limit_text(self.max_iter)
-            warnings.warn(f"A solver stopped at {limit} before reaching tol={self.tol} {what}. "
-                          "Raise max_iter.", ConvergenceWarning, stacklevel=2)
+                where, what = " below the top level", ("the top-level solve converged, so the model is exact to tol, "
+                                                       "but predict(X, level=...) uses unfinished local models")
+            # (a stalled solve stopped before any limit: the limit is named only for those that reached it)
+            why, remedy = early_stop_causes(n_unconverged, n_stalled, self.max_iter, self.tol)
+            warnings.warn(f"{n_unconverged} DC-SVM solve(s){where} stopped before reaching tol={self.tol} ({why}; see "
+                          f"levels_[...]['converged']); {what}. Raise {remedy}.",
+                          ConvergenceWarning, stacklevel=2)
         return self
 
     # ------------------------------------------------------------------------------------------

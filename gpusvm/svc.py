@@ -22,7 +22,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
-from ._solvers._common import step_limit_text
+from ._solvers._common import early_stop_causes
 from ._solvers.smo import ROWS_SOLVERS
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_gamma, check_options,
                           check_random_state_param, check_scalar, check_X, to_input_library, to_numpy,
@@ -599,12 +599,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.n_distinct_ = n_groups
         if not all(converged):
             # (a stalled problem stopped before any limit: the limit is named only for those that reached it)
-            limit = step_limit_text(self.max_iter)
-            capped = converged.count(False) - stalled
-            why = "; ".join(([f"{capped} at {limit}"] if capped else []) + (
-                [f"{stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap reached "
-                 f"tol={self.tol}"] if stalled else []))
-            remedy = " or ".join((["max_iter"] if capped else []) + (["tol"] if stalled else []))
+            why, remedy = early_stop_causes(converged.count(False), stalled, self.max_iter, self.tol)
             warnings.warn(f"Solver terminated early on {converged.count(False)} of {len(converged)} binary "
                           f"problem(s) ({why}). The model is usable but not optimal. Raise {remedy} or preprocess "
                           "the data (e.g. StandardScaler).", ConvergenceWarning, stacklevel=2)

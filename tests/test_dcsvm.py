@@ -1326,3 +1326,27 @@ def test_failed_refit_leaves_the_earlier_model_as_it_was():
     with pytest.raises(ValueError, match="needs 4 clusters"):
         m.fit(X[:3] * 10, [0, 1, 0])
     np.testing.assert_array_equal(m.decision_function(X[:20]), before)
+
+
+@pytest.mark.parametrize("max_iter", [-1, 500])
+def test_convergence_warning_tells_stalled_solves_from_the_step_limit(monkeypatch, max_iter):
+    """A batched solve that stalls (a round moved no alpha) stops long before its limit. SVC's warning says so
+    and names tol; DCSVC's said "A solver stopped at LIBSVM's step limit ..." (or "at max_iter=500") and "Raise
+    max_iter", which cannot help. It now counts the stalled solves with SVC's wording (early_stop_causes)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from gpusvm._backend import get_backend
+
+    def no_move(K_BB, yB, aB, GB, CB, dB, *args):
+        return aB.copy(), np.array([0], dtype=np.int64), np.array([0.0])
+
+    monkeypatch.setattr(get_backend("cpu"), "local_smo", no_move, raising=False)
+    Xb, yb = load_bundled("breast_cancer")
+    est = DCSVC(C=1.0, gamma=0.5, n_levels=1, min_cluster_size=0, max_iter=max_iter, device="cpu", random_state=0,
+                solver_options={"decomposition": "batched", "gram_dtype": "float64"})
+    with pytest.warns(ConvergenceWarning, match="stalled: their steps stopped changing alpha") as rec:
+        est.fit(Xb, yb)
+    msg = str(rec[0].message)
+    assert est.fit_status_ == 1 and not est.levels_[-1]["converged"]
+    assert "max_iter" not in msg and "step limit" not in msg and "Raise tol." in msg
+    assert "the model is usable but not optimal" in msg

@@ -60,6 +60,18 @@ def step_limit_text(max_iter) -> str:
     return f"max_iter={max_iter}"
 
 
+def early_stop_causes(n_unconverged, n_stalled, max_iter, tol) -> tuple[str, str]:
+    """How a ConvergenceWarning tells the ``n_unconverged`` solves that stopped before ``tol`` apart: those that
+    reached the step limit (:func:`step_limit_text`) and the ``n_stalled`` among them that stopped before any
+    limit, their steps no longer moving alpha (``info["stalled"]``). Returns (the causes, the parameters to raise)."""
+    capped = n_unconverged - n_stalled
+    why = "; ".join(([f"{capped} at {step_limit_text(max_iter)}"] if capped else []) + (
+        [f"{n_stalled} stalled: their steps stopped changing alpha (float64) before the KKT gap reached "
+         f"tol={tol}"] if n_stalled else []))
+    remedy = " or ".join((["max_iter"] if capped else []) + (["tol"] if n_stalled else []))
+    return why, remedy
+
+
 def up_low_masks(be, y, alpha, C):
     """Boolean masks of I_up and I_low."""
     pos = y > 0

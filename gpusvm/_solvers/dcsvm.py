@@ -210,6 +210,8 @@ class DCResult:
     objective: float | None  # dual objective of the top-level model; None when stopped early
     n_iter: int  # top-level solver iterations (0 when stopped early)
     converged: bool  # every solve of every level converged
+    n_unconverged: int = 0  # the solves (clusters, refine, top) that stopped before their tol
+    n_stalled: int = 0  # those of them that stalled (their steps stopped moving alpha) before any step limit
     levels: list = field(default_factory=list)  # one dict per level (see dcsvm_solve)
     models: dict = field(default_factory=dict)  # level -> LocalModels
     stopped_at: int = 0  # the last level solved (0 = top)
@@ -256,7 +258,8 @@ def _solve_one(be, X, y, C, alpha0, spec, solver, tol, max_iter, cache_bytes, op
         # decision values on the cluster's own points: sum_j alpha_j y_j K_ij = y_i (G_i + 1)
         dec = y * (res.gradient + 1.0) + res.b
     return {"alpha": res.alpha, "b": float(res.b), "objective": float(res.objective),
-            "n_iter": int(res.n_iter), "converged": bool(res.converged), "decision": dec}
+            "n_iter": int(res.n_iter), "converged": bool(res.converged), "decision": dec,
+            "stalled": bool(res.info.get("stalled", False))}
 
 
 def solve_subproblem_task(task):
@@ -304,7 +307,8 @@ def _task_result(be, out, size, level, c):
         if not bool(xp.all(xp.isfinite(alpha))):
             raise ValueError("alpha holds values that are not finite")
         return {"alpha": alpha, "b": float(out["b"]), "objective": float(out["objective"]),
-                "n_iter": int(out["n_iter"]), "converged": bool(out["converged"]), "decision": dec}
+                "n_iter": int(out["n_iter"]), "converged": bool(out["converged"]), "decision": dec,
+                "stalled": bool(out.get("stalled", False))}
     except Exception as exc:
         raise RuntimeError(f"DC-SVM subproblem of level {level}, cluster {c} ({size} points): the executor returned "
                            f"{type(out).__name__}, not the result of solve_subproblem_task (a dict of alpha, b, "
@@ -760,6 +764,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     alpha = xp.zeros(n, dtype=xp.float64)
     levels, models = [], {}
     all_converged = True
+    n_unconverged = n_stalled = 0  # (solves that stopped before tol; those that stalled)
     solved_any = False
     for level in range(L, stop - 1 if stop > 0 else 0, -1):
         t0 = time.perf_counter()
@@ -820,6 +825,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         solved = [r for r in results if r is not None]
         conv = all(r["converged"] for r in solved)
         all_converged &= conv
+        n_unconverged += sum(not r["converged"] for r in solved)
+        n_stalled += sum(bool(r.get("stalled", False)) for r in solved)
         acc = None
         if all(r["decision"] is not None for r in solved):
             correct = 0
@@ -840,7 +847,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                   f"obj {info['objective']:.6g}, {info['time_s']:.3f}s")
     if stop > 0:
         return DCResult(alpha=alpha, b=None, objective=None, n_iter=0, converged=all_converged,
-                        levels=levels, models=models, stopped_at=stop)
+                        n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels, models=models,
+                        stopped_at=stop)
     fn, _ = get_binary_solver(solver)
     alpha = repair_feasibility(be, y, alpha)
     if refine:
@@ -874,6 +882,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             alpha = xp.zeros(n, dtype=xp.float64)
             alpha[sv] = res.alpha
             all_converged &= bool(res.converged)
+            n_unconverged += not res.converged
+            n_stalled += bool(res.info.get("stalled", False))
             be.sync()
             levels.append({"level": "refine", "n_clusters": 1, "n_points": n_sv,
                            "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
@@ -891,6 +901,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
              x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)
     be.sync()
     all_converged &= bool(res.converged)
+    n_unconverged += not res.converged
+    n_stalled += bool(res.info.get("stalled", False))
     acc = None
     if res.gradient is not None:
         acc = int(xp.count_nonzero((y * (res.gradient + 1.0) + res.b > 0) == (y > 0))) / n
@@ -902,4 +914,5 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     if verbose:
         print(f"[DC-SVM] top: {levels[-1]['n_sv']} SVs, obj {res.objective:.6g}, {levels[-1]['time_s']:.3f}s")
     return DCResult(alpha=res.alpha, b=float(res.b), objective=float(res.objective), n_iter=int(res.n_iter),
-                    converged=all_converged, levels=levels, models=models, stopped_at=0)
+                    converged=all_converged, n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels,
+                    models=models, stopped_at=0)
