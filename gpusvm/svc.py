@@ -24,6 +24,7 @@ from ._parallel import check_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers._common import early_stop_causes
 from ._solvers.smo import ROWS_SOLVERS
+from ._solvers.smo_batched import MAX_WORKING_SET
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_gamma, check_options,
                           check_random_state_param, check_scalar, check_X, to_input_library, to_numpy,
                           weights_per_sample)
@@ -248,7 +249,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         SMO variants on the CPU: pair-at-a-time loop or batched working-set decomposition (always
         batched on the GPU).
     working_set_size : int, optional
-        Working-set size of the batched decomposition.
+        Working-set size of the batched decomposition, 2 to 1,024.
     gram_dtype : {"float32", "float64"}, default="float32"
         Type of the stored Gram values (alpha and the gradient are always float64). "float32" halves the
         cache's memory, as LIBSVM's float cache does, and is promoted to "float64" for a problem that
@@ -430,8 +431,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         check_options(str(self.gram_dtype), "gram_dtype", "SVC", ("float32", "float64"))
         if self.pa_recent not in (2, 3) or isinstance(self.pa_recent, bool):
             raise ValueError(f"The 'pa_recent' parameter of SVC must be one of [2, 3]. Got {self.pa_recent!r} instead.")
-        if self.working_set_size is not None:
-            check_scalar(self.working_set_size, "working_set_size", "SVC", kind="int", low=2)
+        if self.working_set_size is not None:  # (checked at every fit, not only where a batched solve runs)
+            check_scalar(self.working_set_size, "working_set_size", "SVC", kind="int", low=2, high=MAX_WORKING_SET)
         check_class_weight(self.class_weight, "SVC")
         check_deduplicate(self.deduplicate, "SVC")
         check_n_jobs(self.n_jobs, "SVC")

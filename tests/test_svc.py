@@ -905,3 +905,15 @@ def test_failed_refit_leaves_the_earlier_model_as_it_was():
     with pytest.raises(ValueError, match="positive weight"):
         m.fit(X * 10, y2, sample_weight=np.r_[np.zeros(5), np.ones(len(y) - 5)])
     np.testing.assert_array_equal(m.decision_function(X[:20]), before)
+
+
+@pytest.mark.parametrize("q", [1025, 4096, 1, 64.0, True])
+def test_working_set_size_is_checked_at_every_fit(q):
+    """working_set_size over 1,024 was refused only where a batched decomposition ran (on the GPU, or
+    decomposition="batched"): the CPU's default pair-at-a-time fit took SVC(working_set_size=4096) silently,
+    and the same estimator then raised on the GPU. It is checked at fit, as scikit-learn checks its parameters."""
+    X, y = load_bundled("breast_cancer")
+    with pytest.raises(ValueError, match=r"The 'working_set_size' parameter of SVC must be an int in the range "
+                                         r"\[2, 1024\]\. Got"):
+        SVC(device="cpu", working_set_size=q).fit(X[:60], y[:60])
+    SVC(device="cpu", working_set_size=1024).fit(X[:60], y[:60])
