@@ -247,7 +247,8 @@ class SVC(ClassifierMixin, BaseEstimator):
     verbose : bool, default=False
     decomposition : {"auto", "pairwise", "batched"}, default="auto"
         SMO variants on the CPU: pair-at-a-time loop or batched working-set decomposition (always
-        batched on the GPU).
+        batched on the GPU). Other solvers ("alfpgm") ignore it, with a ``UserWarning`` when it is
+        not "auto".
     working_set_size : int, optional
         Working-set size of the batched decomposition, 2 to 1,024.
     gram_dtype : {"float32", "float64"}, default="float32"
@@ -441,7 +442,12 @@ class SVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"The '{name}' parameter of SVC must be a bool. Got {getattr(self, name)!r} instead.")
         if not isinstance(self.solver, str):
             raise ValueError(f"The 'solver' parameter of SVC must be a str. Got {self.solver!r} instead.")
-        return get_binary_solver(self.solver)
+        solver = get_binary_solver(self.solver)
+        if self.decomposition != "auto" and "decomposition" not in solver[1]:
+            # a warning, not an error: the fit is the solver's correct one, and a grid over solver keeps working
+            warnings.warn(f"decomposition={self.decomposition!r} applies to the SMO solvers ('smo', 'pa-smo') "
+                          f"only; solver={self.solver!r} ignores it.", UserWarning, stacklevel=4)
+        return solver
 
     def _gram_spec(self, gamma, matrix=None):
         kind = "precomputed" if callable(self.kernel) else self.kernel

@@ -917,3 +917,21 @@ def test_working_set_size_is_checked_at_every_fit(q):
                                          r"\[2, 1024\]\. Got"):
         SVC(device="cpu", working_set_size=q).fit(X[:60], y[:60])
     SVC(device="cpu", working_set_size=1024).fit(X[:60], y[:60])
+
+
+@pytest.mark.parametrize("decomposition", ["batched", "pairwise"])
+def test_decomposition_with_alfpgm_warns_that_it_is_ignored(decomposition):
+    """solver="alfpgm" takes no decomposition: SVC(solver="alfpgm", decomposition="batched") fitted ALFPGM's
+    model without a word. The fit stays the same (the solver's correct model); a UserWarning names both
+    parameters. The default "auto" and the SMO solvers do not warn."""
+    X, y = load_bundled("breast_cancer")
+    X, y = X[:80], y[:80]
+    with pytest.warns(UserWarning, match=f"decomposition='{decomposition}' applies to the SMO solvers .* "
+                                         "solver='alfpgm' ignores it"):
+        m = SVC(device="cpu", solver="alfpgm", decomposition=decomposition).fit(X, y)
+    ref = SVC(device="cpu", solver="alfpgm").fit(X, y)
+    np.testing.assert_array_equal(m.dual_coef_, ref.dual_coef_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SVC(device="cpu", solver="alfpgm").fit(X, y)
+        SVC(device="cpu", solver="pa-smo", decomposition=decomposition).fit(X, y)
