@@ -701,6 +701,13 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 setattr(twin, name, copy.deepcopy(self.__dict__[name]))
         return twin
 
+    def __copy__(self):
+        """``copy.copy`` keeps the ``executor``: it shares every attribute, as a shallow copy does. It went through
+        :meth:`__getstate__`, which is for pickling, and so dropped the executor."""
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
+
     def __getstate__(self):
         """Pickling leaves the ``executor`` out (a pool cannot be pickled): an unpickled model, or one sent to
         another process (GridSearchCV with n_jobs), has ``executor=None`` and fits in that process."""

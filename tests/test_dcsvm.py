@@ -280,6 +280,24 @@ def test_executor_models_clone_cross_validate_and_pickle():
     np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
 
 
+def test_shallow_copy_keeps_the_executor():
+    """copy.copy(DCSVC(executor=ex)) went through __getstate__, which leaves the executor out for pickling, so
+    the copy had executor=None (and fitted in this process). A shallow copy now shares it, as every other
+    attribute; pickling still leaves it out."""
+    import copy
+    import pickle
+
+    X, y = load_bundled("breast_cancer")
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        est = DCSVC(executor=ex, min_cluster_size=0, n_levels=1, device="cpu", random_state=0).fit(X, y)
+        twin = copy.copy(est)
+        assert twin is not est and type(twin) is DCSVC
+        assert twin.executor is ex and twin.get_params() == est.get_params()
+        assert twin.levels_ is est.levels_
+        np.testing.assert_array_equal(twin.decision_function(X), est.decision_function(X))
+        assert pickle.loads(pickle.dumps(twin)).executor is None and twin.executor is ex
+
+
 def test_clone_keeps_metadata_requests_as_sklearn_clone():
     """Our __sklearn_clone__ (for the executor) dropped what scikit-learn's clone carries over: with metadata
     routing, DCSVC().set_fit_request(sample_weight=True) in a Pipeline under GridSearchCV or cross_validate
