@@ -502,3 +502,21 @@ def test_cli_report_leaves_out_a_run_given_twice(tmp_path, capsys):
     bare.write_text(json.dumps({"rows": [], "datasets": [], "machine": {}, "devices": []}))
     assert main(["report", str(bare), "--out", str(tmp_path / "n"), "--no-plots"]) == 2
     assert "is not a JSON file written by 'gpusvm bench'" in capsys.readouterr().err
+
+
+def test_rerun_without_plots_leaves_no_stale_plots(tmp_path, capsys):
+    """`gpusvm bench --out DIR --no-plots` after a run with plots left that run's PNGs in DIR, beside JSON and
+    Markdown of the new run that they do not belong to. The plots of the stem are removed when not written."""
+    pytest.importorskip("matplotlib")
+    args = ["bench", "--suite", "tiny", "--solvers", "sklearn-svc,svc-smo", "--datasets", "chess-600", "--devices",
+            "cpu", "--out", str(tmp_path)]
+    assert main(args) == 0
+    fit_time, speedup = [tmp_path / f"bench_tiny-chess-600_cpu_{kind}.png" for kind in ("fit_time", "speedup")]
+    assert fit_time.is_file() and speedup.is_file()
+    # a run with plots but no speed-up (the reference alone) does not keep the earlier speed-up plot either
+    assert main([a if a != "sklearn-svc,svc-smo" else "sklearn-svc" for a in args]) == 0
+    assert fit_time.is_file() and not speedup.exists()
+    assert main(args + ["--no-plots"]) == 0
+    assert not list(tmp_path.glob("*.png"))
+    assert json.loads((tmp_path / "bench_tiny-chess-600_cpu.json").read_text())["outputs"]["plots"] == []
+    capsys.readouterr()

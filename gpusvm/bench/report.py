@@ -261,6 +261,10 @@ def _clean(o):
     return str(o)
 
 
+# the PNG plots of a stem: {stem}_{kind}.png (see _plots)
+_PLOT_KINDS = ("fit_time", "speedup")
+
+
 def _plots(doc, out: Path, name: str, log) -> list[str]:
     try:
         import matplotlib
@@ -331,7 +335,8 @@ def _plots(doc, out: Path, name: str, log) -> list[str]:
 
 
 def write_all(doc, out, *, plots=True, log=None, stream=None, print_table=True) -> dict:
-    """Print the console table and write JSON, Markdown, the table and the plots into ``out``.
+    """Print the console table and write JSON, Markdown, the table and the plots into ``out``; plots of the same
+    stem that this call does not write (``plots=False``) are removed, so that none of an earlier run remains.
 
     Returns the paths written, by kind (also stored in the JSON under ``outputs``).
     """
@@ -348,6 +353,12 @@ def write_all(doc, out, *, plots=True, log=None, stream=None, print_table=True) 
     (out / f"{name}.md").write_text(to_markdown(doc), encoding="utf-8")
     if plots:
         paths["plots"] = _plots(doc, out, name, log)
+    # plots of an earlier run of this stem that this one did not write (--no-plots, no speed-up rows, no
+    # matplotlib) would sit beside JSON and Markdown they do not belong to
+    for kind in _PLOT_KINDS:
+        p = out / f"{name}_{kind}.png"
+        if str(p) not in paths["plots"]:
+            p.unlink(missing_ok=True)
     doc["outputs"] = paths
     with open(out / f"{name}.json", "w", encoding="utf-8") as f:
         json.dump(_clean(doc), f, indent=1, allow_nan=False)
