@@ -921,3 +921,25 @@ def test_gpu_fit_refuses_too_wide_data_before_densifying(gpu_backend, monkeypatc
     monkeypatch.setattr(type(X), "toarray", no_dense)
     with pytest.raises(ValueError, match=r"20000 features need \d+ bytes.*device='cpu'"):
         BudgetSVC(device="gpu", random_state=0).fit(X, np.arange(20) % 2)
+
+
+def test_bench_entry_sizes_the_budget_without_changing_its_parameters():
+    """The bench's budget rows size the budget to the data (10% of the rows, 10 .. 500) in fit, which set
+    ``self.budget``: get_params and clone then gave the sized value instead of the parameter (scikit-learn's
+    rule is that fit leaves parameters alone). The sized budget is the fitted ``budget_``; same model."""
+    from sklearn.base import clone
+
+    from gpusvm.bench.registry import solvers
+
+    X, y = load_bundled("breast_cancer")
+    budget = X.shape[0] // 10  # (569 rows: 56)
+    est = solvers()["budget-mm"].make({"C": 1.0, "gamma": 0.1}, "cpu")
+    before = est.get_params()
+    est.fit(X, y)
+    assert est.get_params() == before and clone(est).get_params() == before
+    assert est.budget_ == budget and est.budget == before["budget"] == 500
+    ref = BudgetSVC(C=1.0, gamma=0.1, budget=budget, n_merge=3, merge="cascade", epochs=1, random_state=0,
+                    device="cpu").fit(X, y)
+    assert 0 < est.n_support_.sum() <= budget and est.n_merges_ == ref.n_merges_ > 0
+    np.testing.assert_array_equal(est.dual_coef_, ref.dual_coef_)
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))

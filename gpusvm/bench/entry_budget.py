@@ -14,11 +14,17 @@ from .registry import BenchSolver, register
 
 
 class _SizedBudgetSVC(BudgetSVC):
-    """BudgetSVC whose budget is 10% of the training rows (10 .. 500)."""
+    """BudgetSVC whose budget is 10% of the training rows (10 .. 500), in ``budget_``; ``fit`` leaves the
+    parameters alone (it set ``budget``, which broke scikit-learn's contract: clone and get_params saw the
+    sized value), training a BudgetSVC of the sized budget whose fitted attributes it takes."""
 
-    def fit(self, X, y):
-        self.budget = max(10, self.n_merge, min(500, X.shape[0] // 10))
-        return super().fit(X, y)
+    def fit(self, X, y, sample_weight=None):
+        budget = max(10, self.n_merge, min(500, X.shape[0] // 10))
+        params = self.get_params()
+        fitted = BudgetSVC(**{**params, "budget": budget}).fit(X, y, sample_weight)
+        self.__dict__.update({k: v for k, v in vars(fitted).items() if k not in params})
+        self.budget_ = budget
+        return self
 
 
 def _make(n_merge):
