@@ -143,6 +143,7 @@ def test_threads_solve_a_binary_levels_clusters_with_the_same_model(monkeypatch)
     """With two classes, n_jobs solves the clusters of a level in threads (largest first); each is
     solved exactly as alone, so the model, the levels and the early models are those of one thread."""
     import threading
+    import time
 
     from gpusvm._solvers import dcsvm as dc_mod
     from gpusvm.datasets import make_chessboard
@@ -154,7 +155,14 @@ def test_threads_solve_a_binary_levels_clusters_with_the_same_model(monkeypatch)
     assert not any(lv.get("skipped") for lv in one.levels_ if lv["level"] != "refine")
     threads = set()
     real = dc_mod._solve_one
-    monkeypatch.setattr(dc_mod, "_solve_one", lambda *a: threads.add(threading.get_ident()) or real(*a))
+
+    def solve_one(*a):
+        if not threads:
+            time.sleep(0.05)  # a busy machine may start the pool's next thread late: the first must not take all
+        threads.add(threading.get_ident())
+        return real(*a)
+
+    monkeypatch.setattr(dc_mod, "_solve_one", solve_one)
     two = DCSVC(n_jobs=2, **kw).fit(X, y)
     assert len(threads) > 1  # the clusters did run in several threads
     np.testing.assert_array_equal(two.dual_coef_, one.dual_coef_)

@@ -169,7 +169,15 @@ def test_n_jobs_solves_pairs_in_threads_with_the_same_model(solver, monkeypatch)
     real = SVC._solve_rows
     import threading
 
-    monkeypatch.setattr(SVC, "_solve_rows", lambda self, *a, **k: threads.add(threading.get_ident()) or real(self, *a, **k))
+    import time
+
+    def solve_rows(self, *a, **k):
+        if not threads:
+            time.sleep(0.05)  # a busy machine may start the pool's next thread late: the first must not take all
+        threads.add(threading.get_ident())
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(SVC, "_solve_rows", solve_rows)
     many = SVC(**kw, n_jobs=3).fit(X, y)
     assert len(threads) > 1  # the pairs did run in several threads
     for attr in ("support_", "dual_coef_", "intercept_", "n_iter_", "objective_", "probA_", "probB_", "_pair_coef"):
