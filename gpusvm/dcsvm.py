@@ -19,6 +19,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from ._solvers._common import early_stop_causes
+from ._solvers.smo_batched import MAX_WORKING_SET
 from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_random_state_param, check_scalar, check_X, to_numpy,
@@ -374,6 +375,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if unknown:
             raise ValueError(f"The 'solver_options' parameter of DCSVC has options {sorted(unknown)} that solver "
                              f"{self.solver!r} does not take; it takes {sorted(opts)}.")
+        wss = (self.solver_options or {}).get("working_set_size")
+        if wss is not None:  # checked at every fit, as SVC's, not only where a batched solve runs
+            check_scalar(wss, "solver_options['working_set_size']", own, kind="int", low=2, high=MAX_WORKING_SET)
 
     def _gram_spec(self, gamma):
         return GramSpec(self.kernel, gamma=gamma, coef0=self.coef0, degree=self.degree)

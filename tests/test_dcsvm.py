@@ -487,6 +487,20 @@ def test_bad_solver_option_values_are_value_errors_whether_or_not_a_level_is_sol
             DCSVC(**kw, **levels).fit(X, y)
 
 
+def test_working_set_size_solver_option_is_checked_at_every_fit():
+    """solver_options={"working_set_size": ...} was only checked where a batched solve ran: on the CPU's
+    pair-at-a-time path 1 and 5,000 were accepted silently. It is now checked at fit, as SVC checks its
+    own working_set_size."""
+    from gpusvm.datasets import make_chessboard
+
+    X, y = make_chessboard(200, n_tiles=2, random_state=0)
+    for bad in (1, 1025, 5000, 64.0, True):
+        with pytest.raises(ValueError, match=r"working_set_size'\]\" parameter of DCSVC must be an int in the range "
+                                             r"\[2, 1024\]"):
+            DCSVC(solver_options={"working_set_size": bad}, n_levels=1, device="cpu").fit(X, y)
+    DCSVC(solver_options={"working_set_size": 64}, n_levels=1, device="cpu").fit(X, y)
+
+
 def test_bad_verbose_is_a_value_error_naming_it():
     """verbose was not validated: it reached int() in the first solve (a ValueError that did not name it,
     a TypeError for None, and 1.5 passed as 1); checked as LinearSVC checks it."""
