@@ -73,8 +73,11 @@ class GramSpec:
     @functools.cached_property
     def matrix_max_abs(self) -> float:
         """max |K| of a precomputed matrix: one pass over it, then kept (the fit's symmetry check and every
-        class pair's choice of float32 or float64 rows ask for it)."""
-        return float(abs(self.matrix).max()) if self.matrix.size else 0.0
+        class pair's choice of float32 or float64 rows ask for it). From max(K) and min(K), not ``abs(K)``,
+        whose n x n temporary doubled the fit's peak memory (a NaN still gives NaN)."""
+        if not self.matrix.size:
+            return 0.0
+        return max(float(self.matrix.max()), -float(self.matrix.min()))
 
     @property
     def diag_is_one(self) -> bool:
