@@ -6,7 +6,10 @@ against the KKT conditions of its sub-problem, and the GPU op against the CPU tw
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -443,6 +446,39 @@ def test_row_cache_resident():
     np.testing.assert_allclose(cache.store[slots], K[10:20], rtol=1e-12)
     assert cache.resident(np.arange(11)) is None  # more than the budget holds at once
     np.testing.assert_allclose(cache.rows(np.array([4, 15])), K[[4, 15]], rtol=1e-12)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
+def test_row_cache_budget_beyond_what_can_be_reserved_keeps_fewer_rows():
+    """The row cache reserves its whole store at the first store (LIBSVM allocates each row as it is
+    computed): ``SVC(cache_size=20000, decomposition="batched")`` on full ijcnn1 under a 6 GB address-space
+    limit raised a MemoryError for 49,990 x 49,990 float32 values. A store that cannot be reserved now
+    keeps fewer rows on the CPU: the same problem solved (alpha's split over near-ties may differ, as with
+    any other budget), only more rows recomputed."""
+    code = (
+        "import resource\n"
+        "import numpy as np\n"
+        "from gpusvm import GramSpec, get_backend\n"
+        "from gpusvm._solvers.smo_batched import solve_batched\n"
+        "cpu = get_backend('cpu')\n"
+        "rng = np.random.default_rng(0)\n"
+        "n = 10000\n"
+        "X = rng.normal(size=(n, 2))\n"
+        "y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)\n"
+        "spec, C = GramSpec('rbf', gamma=0.5), np.ones(n)\n"
+        "kw = dict(tol=1e-3, max_iter=-1, working_set_size=64, gram_dtype='float64')\n"
+        "ref = solve_batched(cpu, X, y, spec, C, cache_bytes=2**26, **kw)\n"
+        "vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + 600 * 2**20, hard))  # the store is 800 MB\n"
+        "got = solve_batched(cpu, X, y, spec, C, cache_bytes=2**40, **kw)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (soft, hard))\n"
+        "assert got.converged and got.info['gap'] <= 1e-3, got.info\n"
+        "assert abs(got.objective - ref.objective) <= 1e-6 * ref.objective, (got.objective, ref.objective)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])
 
 
 # ---- GPU-path details that the CPU can check (review of the never-run CuPy side) ------------------------

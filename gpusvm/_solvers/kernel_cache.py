@@ -68,7 +68,7 @@ class GramRowCache:
             out[...] = self._compute(xp.asarray(idx_host))
             return out
         if self._store is None:
-            self._store = xp.empty((self.capacity, self.n), dtype=self.dtype)
+            self._reserve()
         requested = set(idx_host)
         hit_pos, hit_slots, miss_rows = [], [], []
         for p, i in enumerate(idx_host):
@@ -114,10 +114,10 @@ class GramRowCache:
         be, xp = self.be, self.be.xp
         idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
         uniq = list(dict.fromkeys(idx_host))
+        if self._store is None and len(uniq) <= self.capacity:
+            self._reserve()  # (which may lower the capacity)
         if len(uniq) > self.capacity:
             return None
-        if self._store is None:
-            self._store = xp.empty((self.capacity, self.n), dtype=self.dtype)
         requested = set(uniq)
         miss = []
         for i in uniq:
@@ -133,6 +133,24 @@ class GramRowCache:
             for i, sl in zip(miss, slots):
                 self._slot[i] = sl
         return xp.asarray([self._slot[i] for i in idx_host], dtype=xp.int64)
+
+    def _reserve(self):
+        """Allocate the store: ``capacity`` rows, or on the CPU as many as can be reserved (halving).
+
+        The store is reserved whole (its pages committed only as rows are filled), where LIBSVM allocates
+        each row when it computes it, so the budget is a limit, not a requirement: ``SVC(cache_size=20000,
+        decomposition="batched")`` on full ijcnn1 under a 6 GB address-space limit raised a MemoryError for
+        49,990 x 49,990 float32 values (9.3 GB). Fewer rows change the speed only. On the GPU an exhausted
+        device still raises (the estimators turn it into a MemoryError that says what to lower)."""
+        while True:
+            try:
+                self._store = self.be.xp.empty((self.capacity, self.n), dtype=self.dtype)
+                return
+            except MemoryError:
+                if self.be.is_gpu or self.capacity <= 1:
+                    raise
+                self.capacity //= 2
+                self._free = list(range(self.capacity - 1, -1, -1))  # (no row is stored yet)
 
     @property
     def store(self):
