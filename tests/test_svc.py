@@ -217,9 +217,9 @@ def test_map_problems_in_overlapping_caller_threads_restore_blas(monkeypatch):
     both (seen with real fits in a ThreadPoolExecutor). threadpoolctl is replaced by a stand-in that keeps
     the process-wide count, because OpenBLAS does not always report a count set from another thread."""
     import threading
+    from types import SimpleNamespace
 
-    import threadpoolctl
-
+    import gpusvm._parallel as parallel
     from gpusvm._parallel import map_problems
 
     blas = {"threads": 2}
@@ -237,7 +237,7 @@ def test_map_problems_in_overlapping_caller_threads_restore_blas(monkeypatch):
         def __exit__(self, *exc):
             self.restore_original_limits()
 
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", Limits)
+    monkeypatch.setattr(parallel, "_blas_controller", lambda: SimpleNamespace(limit=Limits))
     inside = {name: threading.Barrier(3) for name in "ab"}
     leave = {name: threading.Event() for name in "ab"}
 
@@ -259,6 +259,21 @@ def test_map_problems_in_overlapping_caller_threads_restore_blas(monkeypatch):
     leave["b"].set()
     threads["b"].join(timeout=10)
     assert blas["threads"] == 2
+
+
+def test_blas_controller_is_built_once_until_modules_are_imported(monkeypatch):
+    """Building threadpoolctl's controller scans every loaded library (about 2.5 ms, paid by every CPU
+    prediction in two or more blocks): it is kept, and built again only after an import."""
+    import sys
+
+    import gpusvm._parallel as parallel
+
+    first = parallel._blas_controller()
+    if first is None:
+        pytest.skip("threadpoolctl < 3.0 has no ThreadpoolController")
+    assert parallel._blas_controller() is first
+    monkeypatch.setitem(sys.modules, "gpusvm_test_new_module", None)
+    assert parallel._blas_controller() is not first
 
 
 def test_takes_the_parameters_of_sklearns_svc():
