@@ -78,7 +78,7 @@ def _rmatvec(be, XT, u, bias):
     """``X~^T u`` split as (``X^T u``, ``bias * sum(u)``), float64."""
     xp = be.xp
     out = be.dot(XT, u.astype(XT.dtype, copy=False)).astype(xp.float64, copy=False)
-    return out, (bias * float(xp.sum(u)) if bias else 0.0)
+    return out, (bias * float(u.sum()) if bias else 0.0)
 
 
 def _rmatvec64(be, X, u, bias, block_bytes=256 * 2**20):
@@ -224,10 +224,12 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
         p, pb = zr.copy(), zrb
         rz = float(xp.sum(r * zr)) + rb * zrb
         cg_stop = cg_tol * gnorm
+        # the arrays' sum method in the steps below, the same reduction as xp.sum without NumPy's function
+        # wrapper (about 2 us a call, 12% of the fit on digits, where a step is a few dozen small operations)
         for _ in range(max_cg):
             Hp, Hpb = hess(p, pb)
             n_cg += 1
-            pHp = float(xp.sum(p * Hp)) + pb * Hpb
+            pHp = float((p * Hp).sum()) + pb * Hpb
             if not pHp > 0.0:
                 break
             a = rz / pHp
@@ -235,10 +237,10 @@ def newton_linear(be, X, y, C, *, tol=1e-4, max_iter=1000, bias=1.0, cg_tol=0.1,
             sb += a * pb
             r = r - a * Hp
             rb -= a * Hpb
-            if math.sqrt(float(xp.sum(r * r)) + rb * rb) <= cg_stop:
+            if math.sqrt(float((r * r).sum()) + rb * rb) <= cg_stop:
                 break
             zr, zrb = r / M, rb / Mb
-            rz_new = float(xp.sum(r * zr)) + rb * zrb
+            rz_new = float((r * zr).sum()) + rb * zrb
             beta = rz_new / rz
             rz = rz_new
             p = zr + beta * p
