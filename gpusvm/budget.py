@@ -13,7 +13,8 @@ from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
 from ._validation import (check_class_labels, check_class_weight, check_options, check_random_state_param,
-                          check_scalar, check_X, ovr_weights, to_input_library, to_numpy, weights_per_sample)
+                          check_scalar, check_X, class_indices, ovr_weights, to_input_library, to_numpy,
+                          weights_per_sample)
 from .svc import _blocked_decision
 
 __all__ = ["BudgetSVC"]
@@ -230,7 +231,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
                 X = X.toarray()  # the GPU loop reads dense rows; the CPU loop only the nonzeros of CSR X
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = class_indices(y)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in 'y'; got only one class: "
                              f"{classes.tolist()}.")

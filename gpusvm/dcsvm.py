@@ -22,7 +22,7 @@ from ._solvers._common import early_stop_causes
 from ._solvers.smo_batched import MAX_WORKING_SET
 from .svc import _blocked_decision, _decision_threads
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
-                          check_options, check_random_state_param, check_scalar, check_X, to_numpy,
+                          check_options, check_random_state_param, check_scalar, check_X, class_indices, to_numpy,
                           weights_per_sample)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
@@ -426,7 +426,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         X = check_X(X, be, owner="DCSVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
         y = check_class_labels(y, n, owner="DCSVC")
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = class_indices(y)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(DCSVC cannot train on a single class).")

@@ -22,8 +22,8 @@ from ._solvers.dcd import LOSSES, METHODS, dcd_linear
 from ._solvers.l1_linear import l1_linear
 from ._solvers.newton_linear import newton_linear
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_options,
-                          check_random_state_param, check_scalar, check_X, ovr_weights, to_input_library, to_numpy,
-                          weights_per_sample)
+                          check_random_state_param, check_scalar, check_X, class_indices, ovr_weights,
+                          to_input_library, to_numpy, weights_per_sample)
 
 __all__ = ["LinearSVC"]
 
@@ -252,7 +252,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         X = check_X(X, be, owner=name, estimator=self, reset=True)
         n, d = X.shape
         y = check_class_labels(y, n, owner=name)
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = class_indices(y)
         if len(classes) < 2:
             raise ValueError(f"{name} needs samples of at least 2 classes in the data; got only one class: "
                              f"{classes[:1].tolist()[0]!r}.")

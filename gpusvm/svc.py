@@ -26,8 +26,8 @@ from ._solvers._common import early_stop_causes
 from ._solvers.smo import ROWS_SOLVERS
 from ._solvers.smo_batched import MAX_WORKING_SET
 from ._validation import (check_class_labels, check_class_weight, check_degree, check_gamma, check_options,
-                          check_random_state_param, check_scalar, check_X, to_input_library, to_numpy,
-                          weights_per_sample)
+                          check_random_state_param, check_scalar, check_X, class_indices, to_input_library,
+                          to_numpy, weights_per_sample)
 
 __all__ = ["SVC"]
 
@@ -491,7 +491,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         if precomputed:
             _check_precomputed(be, X, n)
         y = check_class_labels(y, n, owner="SVC")
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = class_indices(y)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
                              "(SVC cannot train on a single class).")

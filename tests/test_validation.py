@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from gpusvm import get_backend
-from gpusvm._validation import check_options, check_sample_weight, check_scalar, check_X, check_y
+from gpusvm._validation import check_options, check_sample_weight, check_scalar, check_X, check_y, class_indices
 
 CPU = get_backend("cpu")
 
@@ -437,3 +437,16 @@ def test_bounds_that_overflow_are_refused(make):
         make().set_params(C=1e200, class_weight={0: 1e200, 1: 1.0}).fit(X, y)
     est = make().set_params(C=1e-290).fit(X, y, sample_weight=np.full(len(y), 1e290))
     assert np.isfinite(est.decision_function(X)).all()
+
+
+@pytest.mark.parametrize("y", [
+    np.tile([1.0, -1.0, -1.0], 400), np.arange(30) % 7, np.array(["b", "a", "c", "a"]),
+    np.array(["b", "a", "b"], dtype=object), np.array([1, 1.0, 2], dtype=object), np.array([True, False, True]),
+    np.array([-0.0, 0.0, 1.0]), np.array([3, 1, 2, 3], dtype=np.uint8),
+])
+def test_class_indices_is_numpys_unique_with_inverse(y):
+    classes, idx = class_indices(y)
+    ref_classes, ref_idx = np.unique(y, return_inverse=True)
+    assert classes.dtype == ref_classes.dtype and idx.dtype == ref_idx.dtype
+    np.testing.assert_array_equal(classes, ref_classes)
+    np.testing.assert_array_equal(idx, ref_idx)
