@@ -97,15 +97,17 @@ def ovo_predict(dec, classes, lib, tie_order=None):
     ``dec > 0`` for the first label of the pair in its order, else for the second)."""
     d = to_numpy(dec)
     k = len(classes)
-    votes = np.zeros((d.shape[0], k), dtype=np.int64)
     rank = np.arange(k) if tie_order is None else np.argsort(np.asarray(tie_order))  # class -> place in order
-    p = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            pos = d[:, p] > 0 if rank[a] < rank[b] else d[:, p] >= 0  # (flipped pair: a is LIBSVM's second)
-            votes[:, a] += pos
-            votes[:, b] += ~pos
-            p += 1
+    a, b = np.triu_indices(k, 1)  # the pairs a < b in the order of dec's columns
+    pos = np.where(rank[a] < rank[b], d > 0, d >= 0)  # the vote goes to a (flipped pair: a is LIBSVM's second)
+    # class c's votes: its pairs as a that vote for a, plus its c pairs as b (with every a < c) that do not,
+    # counted by one product with the pairs' +1 (a) / -1 (b) columns (whole numbers: exact in float64);
+    # not a loop over the pairs, whose dozens of small operations per call were most of a one-row predict
+    # with ten classes (45 pairs: 0.19 of 0.42 ms)
+    sign = np.zeros((a.shape[0], k))
+    sign[np.arange(a.shape[0]), a] = 1.0
+    sign[np.arange(a.shape[0]), b] = -1.0
+    votes = pos @ sign + np.arange(k)
     if tie_order is None:
         return to_input_library(classes[np.argmax(votes, axis=1)], lib)
     tie_order = np.asarray(tie_order)

@@ -276,6 +276,30 @@ def test_blas_controller_is_built_once_until_modules_are_imported(monkeypatch):
     assert parallel._blas_controller() is not first
 
 
+@pytest.mark.parametrize("k", [2, 3, 6])
+def test_ovo_predict_counts_libsvms_votes(k):
+    """The vote of every pair (a, b) counted at once is LIBSVM's loop over the pairs: dec > 0 votes for a,
+    else for b; with a label order in which b comes first, dec >= 0 for a; ties to the first in order."""
+    from gpusvm._ovo import ovo_predict
+
+    rng = np.random.default_rng(k)
+    dec = rng.choice([-1.0, -0.0, 0.0, 0.5, 2.0], size=(200, k * (k - 1) // 2))
+    classes = np.arange(k) * 10
+    for order in (None, rng.permutation(k)):
+        rank = np.arange(k) if order is None else np.argsort(order)
+        votes = np.zeros((200, k), dtype=np.int64)
+        p = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                first = rank[a] < rank[b]
+                win_a = dec[:, p] > 0 if first else dec[:, p] >= 0
+                votes[np.arange(200), np.where(win_a, a, b)] += 1
+                p += 1
+        listed = np.arange(k) if order is None else order
+        expect = classes[listed[np.argmax(votes[:, listed], axis=1)]]
+        np.testing.assert_array_equal(ovo_predict(dec, classes, "numpy", order), expect)
+
+
 def test_takes_the_parameters_of_sklearns_svc():
     """scikit-learn 1.9 deprecates SVC's probability and makes the string "deprecated" its default, so
     SVC(**sklearn_svc.get_params()), the drop-in use, raised "must be a bool". It means False here too."""
