@@ -112,7 +112,8 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
         K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
         dec[s0:s1] = (coef @ K).T + b[None, :]
 
-    map_threads(block, starts, 1 if be.is_gpu else _decision_threads())
+    # (one block: no threads, and no count of the cores, which costs 50 us a call in joblib's cpu_count)
+    map_threads(block, starts, 1 if be.is_gpu or len(starts) == 1 else _decision_threads())
     return dec
 
 
