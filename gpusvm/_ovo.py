@@ -82,11 +82,28 @@ def ovo_decision_function(dec, n_classes, shape, lib):
     if n_classes == 2:
         return to_input_library(-dec[:, 0], lib)
     if shape == "ovr":
-        from sklearn.utils.multiclass import _ovr_decision_function
-
-        d = to_numpy(dec)
-        return to_input_library(_ovr_decision_function(d < 0, -d, n_classes), lib)
+        return to_input_library(_ovr_decision(to_numpy(dec), n_classes), lib)
     return to_input_library(dec, lib)
+
+
+def _ovr_decision(d, k):
+    """scikit-learn's ``_ovr_decision_function(d < 0, -d, k)`` to the bit: each class's votes plus the sum of
+    its pairs' confidences squashed into (-1/3, 1/3), the sum taking its pairs in the same order (pair
+    order) with the same operations, but for every class at once: k - 1 steps instead of its loop over the
+    k (k - 1) / 2 pairs, whose small operations were most of a short decision_function (ten classes:
+    0.45 ms a call, 2.2 of 13 ms on digits' 1,797 rows)."""
+    a, b = np.triu_indices(k, 1)  # the pairs a < b in the order of d's columns
+    pairs = np.array([np.flatnonzero((a == c) | (b == c)) for c in range(k)])  # (k, k - 1): class c's pairs
+    second = b[pairs] == np.arange(k)[:, None]  # c is the pair's second class: its confidence adds, else subtracts
+    sign = np.where(second, 1.0, -1.0)  # (s + -x is s - x to the bit)
+    conf, neg = -d, d < 0  # (a pair's vote goes to its second class when d < 0)
+    votes = np.zeros((d.shape[0], k))
+    sums = np.zeros((d.shape[0], k))
+    for t in range(k - 1):
+        cols = pairs[:, t]
+        sums += sign[:, t] * conf[:, cols]
+        votes += np.where(second[:, t], neg[:, cols], ~neg[:, cols])
+    return votes + sums / (3 * (np.abs(sums) + 1))
 
 
 def ovo_predict(dec, classes, lib, tie_order=None):

@@ -300,6 +300,24 @@ def test_ovo_predict_counts_libsvms_votes(k):
         np.testing.assert_array_equal(ovo_predict(dec, classes, "numpy", order), expect)
 
 
+@pytest.mark.parametrize("k", [3, 4, 10])
+def test_ovr_decision_is_sklearns_to_the_bit(k):
+    """decision_function_shape="ovr" counts votes and sums confidences class by class in scikit-learn's order,
+    so its values are those of sklearn's _ovr_decision_function bit for bit (zeros and signed zeros too)."""
+    try:
+        from sklearn.utils.multiclass import _ovr_decision_function
+    except ImportError:  # a private helper: nothing to compare with
+        pytest.skip("scikit-learn has no _ovr_decision_function")
+    from gpusvm._ovo import _ovr_decision
+
+    rng = np.random.default_rng(k)
+    dec = rng.standard_normal((300, k * (k - 1) // 2)) * 10.0 ** rng.integers(-8, 8, size=(300, k * (k - 1) // 2))
+    dec[rng.random(dec.shape) < 0.1] = 0.0
+    dec[rng.random(dec.shape) < 0.1] = -0.0
+    ref = _ovr_decision_function(dec < 0, -dec, k)
+    np.testing.assert_array_equal(_ovr_decision(dec, k).view(np.int64), ref.view(np.int64))
+
+
 def test_takes_the_parameters_of_sklearns_svc():
     """scikit-learn 1.9 deprecates SVC's probability and makes the string "deprecated" its default, so
     SVC(**sklearn_svc.get_params()), the drop-in use, raised "must be a bool". It means False here too."""
