@@ -109,7 +109,8 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm, x_sqnorm, block_by
 
     def block(s0):
         s1 = min(n, s0 + step)
-        K = be.gram(SV, X[s0:s1], spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
+        Xb = X if s1 - s0 == n else X[s0:s1]  # (one block: X itself, not a copy of CSR X)
+        K = be.gram(SV, Xb, spec, x_sqnorm=sv_sqnorm, y_sqnorm=x_sqnorm[s0:s1], dtype=xp.float64)
         dec[s0:s1] = (coef @ K).T + b[None, :]
 
     # (one block: no threads, and no count of the cores, which costs 50 us a call in joblib's cpu_count)

@@ -92,13 +92,14 @@ def _gram(be, X, Y, spec, transform, x_sqnorm=None, y_sqnorm=None, dtype=None, m
     whole = not be.is_gpu and tr == nx and tc == ny and spec.kind != "poly"
     for c0 in range(0, ny, tc):
         c1 = min(ny, c0 + tc)
-        Yt = Y[c0:c1]
+        # (a tile of all rows is the matrix itself: a slice of CSR copies it, every stored value)
+        Yt = Y if c1 - c0 == ny else Y[c0:c1]
         if y_densify:
             Yt = Yt.toarray()
         yn = y_sqnorm[c0:c1] if y_sqnorm is not None else None
         for r0 in range(0, nx, tr):
             r1 = min(nx, r0 + tr)
-            Xt = X[r0:r1]
+            Xt = X if r1 - r0 == nx else X[r0:r1]
             if x_densify:
                 Xt = Xt.toarray()
             if be.issparse(Yt) and be.issparse(Xt):  # wide sparse data: sparse @ sparse, then dense
