@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from gpusvm import get_backend
-from gpusvm._validation import check_options, check_sample_weight, check_scalar, check_X, check_y, class_indices
+from gpusvm._validation import (check_options, check_sample_weight, check_scalar, check_X, check_y, class_indices,
+                                weights_per_sample)
 
 CPU = get_backend("cpu")
 
@@ -450,3 +451,14 @@ def test_class_indices_is_numpys_unique_with_inverse(y):
     assert classes.dtype == ref_classes.dtype and idx.dtype == ref_idx.dtype
     np.testing.assert_array_equal(classes, ref_classes)
     np.testing.assert_array_equal(idx, ref_idx)
+
+
+@pytest.mark.parametrize("y", [np.repeat([-1.0, 1.0], [900, 100]), np.arange(1000) % 7 * 3, np.array(list("abcab"))])
+def test_balanced_class_weights_are_sklearns(y):
+    """class_weight="balanced" without sample weights: scikit-learn's compute_class_weight to the bit."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    classes, y_idx = class_indices(y)
+    for weighted in (False, True):
+        _, cw, _ = weights_per_sample(None, "balanced", classes, y, y_idx, owner="SVC", weighted_balance=weighted)
+        np.testing.assert_array_equal(cw, compute_class_weight("balanced", classes=classes, y=y))
