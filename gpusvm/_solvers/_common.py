@@ -144,7 +144,8 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     """G = Q alpha - 1 from scratch, touching only the Gram columns of the nonzero alphas (warm starts).
 
     Computed as ``G[r] = y[r] * (K(X[r], X_sv) @ (alpha_sv * y_sv)) - 1`` over row blocks ``r`` of X, each
-    block's ``len(r) x n_sv`` Gram tile bounded by ``max_bytes`` (default 64 MB), so the product is a
+    block's ``len(r) x n_sv`` Gram tile, with its float64 copy (float32 values) or the Gram op's product tile
+    (poly, CSR), bounded by ``max_bytes`` (default 64 MB; one block at a time), so the product is a
     contiguous matrix-vector product and no n_sv x n array (or its transposed float64 copy) is formed.
     ``dtype`` is the type of the Gram values (float32 halves the Gram cost); the products accumulate in
     float64.
@@ -163,13 +164,21 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     sq_s = None if x_sqnorm is None else x_sqnorm[sv]
     itemsize = xp.dtype(dtype or xp.float64).itemsize
     budget = 64 * 2**20 if max_bytes is None else int(max_bytes)
-    rows = max(1, budget // (itemsize * m))
-    kw = {} if max_bytes is None else {"max_bytes": max_bytes}
+    # A block row costs its Gram values plus, at the peak, the larger of the Gram op's separate product
+    # tile (poly, whose transform needs it apart, and CSR products; other dense tiles are formed in place)
+    # and the float64 copy of float32 values for the product (n = 30,000, 3,000 SVs: 193 MB peak for float32
+    # values with the tile sized for the Gram values alone and the previous block alive, now 64 MB). At most
+    # isqrt(budget / itemsize) rows, so that the Gram op (given the same budget) makes the block one tile
+    # (its tiles are square-ish: a taller block would come as tiles plus the block)
+    prod_tile = itemsize if spec.kind == "poly" or be.issparse(X) else 0
+    row_bytes = m * (itemsize + max(prod_tile, 0 if itemsize == 8 else 8))
+    rows = max(1, min(budget // row_bytes, math.isqrt(budget // itemsize)))
     for r0 in range(0, n, rows):
         r1 = min(n, r0 + rows)
         K = be.gram(X[r0:r1], Xs, spec, x_sqnorm=None if x_sqnorm is None else x_sqnorm[r0:r1],
-                    y_sqnorm=sq_s, dtype=dtype, **kw)
+                    y_sqnorm=sq_s, dtype=dtype, max_bytes=budget)
         G[r0:r1] += y[r0:r1] * (K.astype(xp.float64, copy=False) @ beta)
+        K = None  # (released before the next block is computed, not after)
     return G
 
 
