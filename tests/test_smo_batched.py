@@ -448,6 +448,43 @@ def test_row_cache_resident():
     np.testing.assert_allclose(cache.rows(np.array([4, 15])), K[[4, 15]], rtol=1e-12)
 
 
+def test_row_cache_rows_with_hits_repeats_and_misses():
+    """``rows`` returns the misses' own block when every row misses, writes them in request order
+    without a gathered copy otherwise; repeated misses still gather (same values in every case)."""
+    from gpusvm._solvers.kernel_cache import GramRowCache
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 3))
+    K = rbf_kernel(X, gamma=0.7)
+    for cap in (0, 5):
+        cache = GramRowCache(CPU, X, GramSpec("rbf", 0.7), cache_bytes=cap * 40 * 8, dtype=np.float64)
+        for idx in ([3, 9, 1, 30, 22, 17], [9, 2, 3, 2, 38, 9], [1, 5, 6, 7, 8, 10, 11], [5, 6, 5, 0], []):
+            got = cache.rows(np.array(idx, dtype=np.int64))
+            assert got.shape == (len(idx), 40)
+            np.testing.assert_allclose(got, K[idx], rtol=1e-12)
+        assert cache.hits > 0 if cap else cache.hits == 0
+
+
+def test_batched_rows_below_the_cache_budget_hold_two_blocks():
+    """With a budget below ``q`` rows, a round's rows are a temporary ``q x n`` block: the previous
+    round's block stayed alive while the next was computed, and ``rows`` gathered a copy of the computed
+    misses into a third block (30,000 ijcnn1 rows, cache 20 MB, q = 512: 261 MB peak, 4.4 blocks of 59 MB;
+    now 143 MB). At most the computed misses and the block they are written into remain, as
+    :func:`effective_cache_bytes` says."""
+    from conftest import traced_peak
+
+    rng = np.random.default_rng(0)
+    n, q, cache_bytes = 6000, 512, 2 * 2**20
+    X = rng.normal(size=(n, 10))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    spec, C = GramSpec("rbf", 0.1), np.ones(n)
+    kw = dict(tol=1e-3, max_iter=6, working_set_size=q, cache_bytes=cache_bytes)
+    solve_batched(CPU, X[:600], y[:600], spec, C[:600], **kw)  # (compiles outside the traced run)
+    _, peak = traced_peak(lambda: solve_batched(CPU, X, y, spec, C, **kw))
+    block = q * n * 4
+    assert peak <= 2 * block + cache_bytes + 3 * 2**20, peak / block
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
 def test_row_cache_budget_beyond_what_can_be_reserved_keeps_fewer_rows():
     """The row cache reserves its whole store at the first store (LIBSVM allocates each row as it is

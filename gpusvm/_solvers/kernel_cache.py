@@ -60,46 +60,55 @@ class GramRowCache:
         be, xp = self.be, self.be.xp
         idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
         k = len(idx_host)
-        out = xp.empty((k, self.n), dtype=self.dtype)
         if k == 0:
-            return out
+            return xp.empty((0, self.n), dtype=self.dtype)
         if self.capacity == 0:
             self.misses += k
-            out[...] = self._compute(xp.asarray(idx_host))
-            return out
+            return self._compute(xp.asarray(idx_host))  # (a new array: no copy into another block)
         if self._store is None:
             self._reserve()
         requested = set(idx_host)
-        hit_pos, hit_slots, miss_rows = [], [], []
+        hit_pos, hit_slots, miss_rows, miss_pos = [], [], [], []
         for p, i in enumerate(idx_host):
             s = self._slot.get(i)
             if s is None:
                 miss_rows.append(i)
+                miss_pos.append(p)
             else:
                 self._slot.move_to_end(i)
                 hit_pos.append(p)
                 hit_slots.append(s)
         self.hits += len(hit_pos)
+        # At most two k x n blocks at a time, ``out`` and the computed misses ``K`` (one when all rows
+        # miss): no gathered copy of ``K`` when its rows are the misses in request order (no repeated
+        # index), and none of ``out``'s rows when every row misses, which then is ``K`` itself
+        out = None
         if hit_pos:
+            out = xp.empty((k, self.n), dtype=self.dtype)
             out[xp.asarray(hit_pos)] = self._store[xp.asarray(hit_slots)]
         if miss_rows:
             uniq = list(dict.fromkeys(miss_rows))
             self.misses += len(uniq)
             K = self._compute(xp.asarray(uniq))
-            where = {i: r for r, i in enumerate(uniq)}
-            miss_pos = [p for p, i in enumerate(idx_host) if i in where]
-            out[xp.asarray(miss_pos)] = K[xp.asarray([where[idx_host[p]] for p in miss_pos])]
+            if len(uniq) < len(miss_rows):  # repeated misses: gather their rows
+                where = {i: r for r, i in enumerate(uniq)}
+                if out is None:
+                    out = xp.empty((k, self.n), dtype=self.dtype)
+                out[xp.asarray(miss_pos)] = K[xp.asarray([where[i] for i in miss_rows])]
+            elif out is None:
+                out = K
+            else:
+                out[xp.asarray(miss_pos)] = K
             # store as many new rows as fit, evicting least recently used rows not in this request
-            store_rows, store_slots = [], []
-            for r, i in enumerate(uniq):
+            store_slots = []
+            for i in uniq:
                 slot = self._take_slot(requested)
                 if slot is None:
                     break
                 self._slot[i] = slot
-                store_rows.append(r)
                 store_slots.append(slot)
-            if store_rows:
-                self._store[xp.asarray(store_slots)] = K[xp.asarray(store_rows)]
+            if store_slots:  # the first rows of K (a view, not a gathered copy)
+                self._store[xp.asarray(store_slots)] = K[:len(store_slots)]
         return out
 
     def resident(self, idx):

@@ -331,6 +331,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         delta = a_new - aB
         alpha[B] = a_new
         be.grad_update_rows(G, y, K_src, delta * yB, slots)
+        # (rows computed into a temporary block are released before the next round computes its own)
+        K_src = K_BB = None
         B_prev = B
         moved_prev = delta != 0
         rounds += 1
