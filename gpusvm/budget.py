@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import BUDGET_AUTO_GPU_MAX_FEATURES, array_library, get_backend
-from ._backend.base import device_memory_guard
+from ._backend.base import device_memory_guard, host_memory_guard
 from ._gram import GramSpec, feature_variance, resolve_gamma
 from ._parallel import check_n_jobs, map_problems
 from ._solvers.bsgd import bsgd
@@ -257,7 +257,15 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
                         n_merge=int(self.n_merge), merge=self.merge, epochs=int(self.epochs), columns=columns)
 
         t_start = time.perf_counter()
-        results = map_problems(train, problems, self.n_jobs, on_gpu=be.is_gpu)
+        # (a step adds at most one SV: bsgd caps the budget at the number of steps, so does this count)
+        rows = min(int(self.budget), int(self.epochs) * n) + 1
+        store = (f"Each one-vs-rest problem in training holds up to budget + 1 = {rows:,} dense support vectors of "
+                 f"n_features = {d:,} float64 values ({rows * d * 8 / 2**30:.2f} GiB"
+                 + ("" if be.is_gpu else ", and the CPU loop as much again for their transposed copy") + ")")
+        with host_memory_guard(f"{name}.fit", detail=store,
+                               hint="lower budget (the store grows with budget x n_features), lower n_jobs "
+                                    "(problems trained at once), or reduce n_features"):
+            results = map_problems(train, problems, self.n_jobs, on_gpu=be.is_gpu)
         for res in results:
             svs.append(np.asarray(be.to_host(res.support_vectors)))
             coefs.append(np.asarray(be.to_host(res.alpha)))

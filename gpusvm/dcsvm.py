@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend, move_fitted
-from ._backend.base import device_memory_guard
+from ._backend.base import device_memory_guard, host_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
@@ -400,6 +400,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                          "device), lower sample_size (kernel k-means holds sample_size x sample_size and "
                          "row-block x sample_size Gram blocks), lower batch_max_size (a batched level holds "
                          "its clusters' whole Gram blocks, up to 1 GiB per launch) or pass batch_subproblems=False")
+    @host_memory_guard("DCSVC.fit", detail="Kernel k-means holds sample_size x sample_size float64 Gram values at "
+                       "each level, for each class pair solved at once (the Gram-row caches keep fewer rows when "
+                       "their budget cannot be reserved)",
+                       hint="lower sample_size (None: max(500, 4 k**l) points at level l) or n_jobs")
     def fit(self, X, y, sample_weight=None):
         """Fit the DC-SVM (one binary DC-SVM per pair of classes).
 

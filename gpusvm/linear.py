@@ -3,6 +3,7 @@ method (squared hinge), on CPU or GPU; the L1-regularized squared hinge by coord
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -13,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._backend import array_library, get_backend
-from ._backend.base import device_memory_guard
+from ._backend.base import device_memory_guard, host_memory_guard
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_rows
@@ -272,7 +273,18 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         rs = check_random_state(self.random_state)
         base_seed = int(rs.randint(np.iinfo(np.int32).max))
         targets = [1] if len(classes) == 2 else list(range(len(classes)))
-        coef = np.zeros((len(targets), d))
+        # coef_ and the problems' weight vectors (all alive until copied into coef_) grow with n_classes x
+        # n_features: say so where they are allocated, not only NumPy's "Unable to allocate"
+        t = len(targets)
+        guard = functools.partial(
+            host_memory_guard, f"{name}.fit",
+            detail=f"coef_ holds {'n_classes' if t > 1 else 'one row'} x n_features = {t:,} x {d:,} float64 values "
+                   f"({t * d * 8 / 2**30:.2f} GiB), and the one-vs-rest problems' weight vectors as much again until "
+                   "they are copied in",
+            hint="reduce n_features (feature selection, a smaller hashing space) or the classes per model (fit "
+                 "groups of classes one-vs-rest separately)")
+        with guard():
+            coef = np.zeros((t, d))
         intercept = np.zeros(len(targets))
         objective = np.zeros(len(targets))
         n_iter, n_updates, at_max_iter, stalled = 0, 0, [], []
@@ -292,8 +304,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
         # threads for the dual solvers' single-threaded loops only: the Newton solver's products already run
         # on BLAS's threads (measured slower in two threads: 0.73-0.85 -> 1.09-1.31 s, 8 classes, 40k x 100)
-        results = map_problems(solve, range(len(targets)), self.n_jobs if solver != "newton" else 1,
-                               on_gpu=be.is_gpu)
+        with guard():
+            results = map_problems(solve, range(len(targets)), self.n_jobs if solver != "newton" else 1,
+                                   on_gpu=be.is_gpu)
         for k, (cls, res) in enumerate(zip(targets, results)):
             coef[k] = be.to_host(res.w)
             intercept[k] = bias * res.w_bias

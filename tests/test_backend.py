@@ -263,6 +263,79 @@ def test_device_memory_guard_as_decorator_without_backend():
         fit()
 
 
+def test_host_memory_guard_names_what_to_lower_and_keeps_numpy_message():
+    from gpusvm._backend.base import device_memory_guard, host_memory_guard
+
+    with pytest.raises(MemoryError, match=r"^BudgetSVC\.fit ran out of host memory: Unable to allocate 7\.47 GiB "
+                                          r"\(numpy\)\. The store is big\. To fit, lower budget\.$") as info:
+        with host_memory_guard("BudgetSVC.fit", hint="lower budget", detail="The store is big"):
+            raise MemoryError("Unable to allocate 7.47 GiB (numpy)")
+    assert str(info.value.__cause__) == "Unable to allocate 7.47 GiB (numpy)"
+    # device out-of-memory errors are device_memory_guard's, and an explained error is not wrapped twice
+    err = _fake_cupy_error("OutOfMemoryError", "x")
+    with pytest.raises(type(err)):
+        with host_memory_guard("SVC.fit", hint="h"):
+            raise err
+
+    @device_memory_guard("DCSVC.fit", hint="lower sample_size")
+    @host_memory_guard("DCSVC.fit", hint="lower sample_size")
+    def fit(exc):
+        with host_memory_guard("inner", hint="h2"):
+            raise exc
+
+    with pytest.raises(MemoryError, match=r"^inner ran out of host memory: numpy\. To fit, h2\.$"):
+        fit(MemoryError("numpy"))
+    with pytest.raises(MemoryError, match=r"DCSVC\.fit ran out of GPU memory.*lower sample_size"):
+        fit(_fake_cupy_error("OutOfMemoryError", "Out of memory allocating 8 bytes"))
+    with pytest.raises(ValueError, match="unrelated"):
+        fit(ValueError("unrelated"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
+def test_cpu_estimators_out_of_host_memory_name_the_parameter_to_lower():
+    """A parameter-sized array that the host cannot allocate raised NumPy's bare "Unable to allocate 7.47
+    GiB for an array with shape (501, 2000000)": BudgetSVC's support-vector store (budget x n_features),
+    LinearSVC's coef_ (n_classes x n_features), DCSVC's kernel k-means sample Gram (sample_size**2). Each
+    now says which estimator ran out, what holds how much, and what to lower, with NumPy's message kept."""
+    code = (
+        "import resource, warnings\n"
+        "import numpy as np, scipy.sparse as sp\n"
+        "from gpusvm import BudgetSVC, DCSVC, LinearSVC\n"
+        "warnings.simplefilter('ignore')\n"
+        "rng = np.random.default_rng(0)\n"
+        "def wide(n, d, k, ncls):\n"
+        "    rows, cols = np.repeat(np.arange(n), k), rng.integers(0, d, n * k)\n"
+        "    return sp.csr_matrix((rng.random(n * k), (rows, cols)), shape=(n, d)), np.arange(n) % ncls\n"
+        "Xb, yb = wide(600, 2_000_000, 5, 2)\n"
+        "Xl, yl = wide(200, 2_000_000, 5, 100)\n"
+        "Xd = rng.normal(size=(16000, 2)); yd = (Xd[:, 0] > 0).astype(int)\n"
+        "BudgetSVC(budget=50, device='cpu').fit(Xb[:100], yb[:100])  # (compiled before the limit)\n"
+        "LinearSVC(device='cpu', max_iter=5).fit(Xl[:, :1000], yl)\n"
+        "DCSVC(device='cpu', n_levels=1, sample_size=500).fit(Xd[:1000], yd[:1000])\n"
+        "vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + 2**30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "for fit in (lambda: BudgetSVC(budget=500, device='cpu').fit(Xb, yb),\n"
+        "            lambda: LinearSVC(device='cpu').fit(Xl, yl),\n"
+        "            lambda: DCSVC(device='cpu', n_levels=1, sample_size=16000).fit(Xd, yd)):\n"
+        "    try:\n"
+        "        fit()\n"
+        "        print('fitted')\n"
+        "    except MemoryError as exc:\n"
+        "        assert 'Unable to allocate' in str(exc.__cause__), repr(exc.__cause__)\n"
+        "        print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 3, out.stdout
+    assert re.match(r"BudgetSVC\.fit ran out of host memory: Unable to allocate 7\.47 GiB .*budget \+ 1 = 501 dense "
+                    r"support vectors of n_features = 2,000,000 .*To fit, lower budget", lines[0]), lines[0]
+    assert re.match(r"LinearSVC\.fit ran out of host memory: Unable to allocate 1\.49 GiB .*coef_ holds n_classes x "
+                    r"n_features = 100 x 2,000,000 .*To fit, reduce n_features", lines[1]), lines[1]
+    assert re.match(r"DCSVC\.fit ran out of host memory: Unable to allocate 1\.91 GiB .*sample_size x sample_size "
+                    r".*To fit, lower sample_size", lines[2]), lines[2]
+
+
 def test_auto_with_cupy_inputs_uses_the_device_holding_them(monkeypatch):
     """CuPy data on device 1 (or a cupyx matrix whose .data is there) selects gpu:1, not device 0."""
     import types

@@ -101,8 +101,32 @@ def device_memory_guard(what: str, hint: str = "", be=None):
             raise
         name, dev_id, where = _device_facts(be)
         advice = (hint + "; " if hint else "") + "or fit on device='cpu'"
-        raise MemoryError(f"{what} ran out of GPU memory on {name} (device {dev_id}; {where}): {exc}. "
-                          f"To fit, {advice}.") from exc
+        err = MemoryError(f"{what} ran out of GPU memory on {name} (device {dev_id}; {where}): {exc}. "
+                          f"To fit, {advice}.")
+        err.gpusvm_explained = True
+        raise err from exc
+
+
+@contextlib.contextmanager
+def host_memory_guard(what: str, hint: str, detail: str = ""):
+    """Turn a host ``MemoryError`` raised inside the block into one that says which operation ran out,
+    what the parameters make it hold and what to lower: the CPU twin of :func:`device_memory_guard`.
+
+    NumPy's own message ("Unable to allocate 7.47 GiB for an array with shape (501, 2000000) and data
+    type float64") names no parameter; it is kept in the new message and the error is chained to it.
+    ``what`` names the operation ("BudgetSVC.fit"), ``detail`` the arrays a parameter sizes and their
+    size, ``hint`` what to lower. Device out-of-memory errors (CuPy's derive from ``MemoryError``) and
+    errors already explained by a guard pass unchanged. Usable as a context manager or a decorator.
+    """
+    try:
+        yield
+    except MemoryError as exc:
+        if getattr(exc, "gpusvm_explained", False) or is_device_oom(exc):
+            raise
+        err = MemoryError(f"{what} ran out of host memory: {exc}. {detail + '. ' if detail else ''}"
+                          f"To fit, {hint}.")
+        err.gpusvm_explained = True
+        raise err from exc
 
 
 def registered_ops() -> dict[str, tuple[str, ...]]:
