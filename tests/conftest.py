@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,6 +78,38 @@ def traced_peak(fn):
         return out, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+# tests that cap a child process's address space (RLIMIT_AS) read its size from /proc: Linux only
+needs_address_limit = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                         reason="an address-space limit (RLIMIT_AS) and /proc")
+
+_ADDRESS_LIMIT_PRELUDE = (
+    "import resource\n"
+    "def limit_address_space(extra):\n"
+    "    # cap the address space at its current size plus extra bytes (allocations beyond fail)\n"
+    "    global _AS_BEFORE\n"
+    "    vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
+    "    _AS_BEFORE = resource.getrlimit(resource.RLIMIT_AS)\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, (vm + extra, _AS_BEFORE[1]))\n"
+    "def lift_address_limit():\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, _AS_BEFORE)\n"
+    "def halfplane_problem(n):\n"
+    "    # n noisy points in 2-d, labels by the sign of the first feature; an RBF spec and unit costs\n"
+    "    import numpy as np\n"
+    "    from gpusvm import GramSpec\n"
+    "    rng = np.random.default_rng(0)\n"
+    "    X = rng.normal(size=(n, 2))\n"
+    "    y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)\n"
+    "    return X, y, GramSpec('rbf', gamma=0.5), np.ones(n)\n")
+
+
+def run_under_address_limit(code, timeout=300):
+    """Run ``code`` in a fresh Python process from the repository root, with ``limit_address_space(extra)``,
+    ``lift_address_limit()`` and ``halfplane_problem(n)`` defined for it; return the
+    ``subprocess.CompletedProcess`` (text output)."""
+    return subprocess.run([sys.executable, "-c", _ADDRESS_LIMIT_PRELUDE + code], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).resolve().parents[1])
+
 
 def load_subset(data_dir, name, n, *, n_features=None, seed=0, dense=False):
     """A stratified random subset of ``n`` rows of LIBSVM file ``name`` (e.g. "a9a.xz")."""

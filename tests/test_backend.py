@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import gpusvm
+from conftest import needs_address_limit, run_under_address_limit
 from gpusvm import get_backend, gpu_status
 from gpusvm._backend import AUTO_GPU_MIN_SAMPLES, array_library, registered_ops
 from gpusvm._backend.cuda_source import declared_instantiations, kernel_files, kernel_source
@@ -291,14 +292,14 @@ def test_host_memory_guard_names_what_to_lower_and_keeps_numpy_message():
         fit(ValueError("unrelated"))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
+@needs_address_limit
 def test_cpu_estimators_out_of_host_memory_name_the_parameter_to_lower():
     """A parameter-sized array that the host cannot allocate raised NumPy's bare "Unable to allocate 7.47
     GiB for an array with shape (501, 2000000)": BudgetSVC's support-vector store (budget x n_features),
     LinearSVC's coef_ (n_classes x n_features), DCSVC's kernel k-means sample Gram (sample_size**2). Each
     now says which estimator ran out, what holds how much, and what to lower, with NumPy's message kept."""
     code = (
-        "import resource, warnings\n"
+        "import warnings\n"
         "import numpy as np, scipy.sparse as sp\n"
         "from gpusvm import BudgetSVC, DCSVC, LinearSVC\n"
         "warnings.simplefilter('ignore')\n"
@@ -312,8 +313,7 @@ def test_cpu_estimators_out_of_host_memory_name_the_parameter_to_lower():
         "BudgetSVC(budget=50, device='cpu').fit(Xb[:100], yb[:100])  # (compiled before the limit)\n"
         "LinearSVC(device='cpu', max_iter=5).fit(Xl[:, :1000], yl)\n"
         "DCSVC(device='cpu', n_levels=1, sample_size=500).fit(Xd[:1000], yd[:1000])\n"
-        "vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (vm + 2**30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "limit_address_space(2**30)\n"
         "for fit in (lambda: BudgetSVC(budget=500, device='cpu').fit(Xb, yb),\n"
         "            lambda: LinearSVC(device='cpu').fit(Xl, yl),\n"
         "            lambda: DCSVC(device='cpu', n_levels=1, sample_size=16000).fit(Xd, yd)):\n"
@@ -323,8 +323,7 @@ def test_cpu_estimators_out_of_host_memory_name_the_parameter_to_lower():
         "    except MemoryError as exc:\n"
         "        assert 'Unable to allocate' in str(exc.__cause__), repr(exc.__cause__)\n"
         "        print(exc)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[1])
+    out = run_under_address_limit(code)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 3, out.stdout

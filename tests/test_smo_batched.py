@@ -6,10 +6,7 @@ against the KKT conditions of its sub-problem, and the GPU op against the CPU tw
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +17,7 @@ from gpusvm import get_backend
 from gpusvm._gram import GramSpec
 from gpusvm._solvers.smo_batched import default_working_set_size, solve_batched
 
-from conftest import load_subset
+from conftest import load_subset, needs_address_limit, run_under_address_limit
 
 CPU = get_backend("cpu")
 
@@ -485,7 +482,7 @@ def test_batched_rows_below_the_cache_budget_hold_two_blocks():
     assert peak <= 2 * block + cache_bytes + 3 * 2**20, peak / block
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
+@needs_address_limit
 def test_row_cache_budget_beyond_what_can_be_reserved_keeps_fewer_rows():
     """The row cache reserves its whole store at the first store (LIBSVM allocates each row as it is
     computed): ``SVC(cache_size=20000, decomposition="batched")`` on full ijcnn1 under a 6 GB address-space
@@ -493,28 +490,20 @@ def test_row_cache_budget_beyond_what_can_be_reserved_keeps_fewer_rows():
     keeps fewer rows on the CPU: the same problem solved (alpha's split over near-ties may differ, as with
     any other budget), only more rows recomputed."""
     code = (
-        "import resource\n"
         "import numpy as np\n"
-        "from gpusvm import GramSpec, get_backend\n"
+        "from gpusvm import get_backend\n"
         "from gpusvm._solvers.smo_batched import solve_batched\n"
         "cpu = get_backend('cpu')\n"
-        "rng = np.random.default_rng(0)\n"
-        "n = 10000\n"
-        "X = rng.normal(size=(n, 2))\n"
-        "y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)\n"
-        "spec, C = GramSpec('rbf', gamma=0.5), np.ones(n)\n"
+        "X, y, spec, C = halfplane_problem(10000)\n"
         "kw = dict(tol=1e-3, max_iter=-1, working_set_size=64, gram_dtype='float64')\n"
         "ref = solve_batched(cpu, X, y, spec, C, cache_bytes=2**26, **kw)\n"
-        "vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
-        "soft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (vm + 600 * 2**20, hard))  # the store is 800 MB\n"
+        "limit_address_space(600 * 2**20)  # the store is 800 MB\n"
         "got = solve_batched(cpu, X, y, spec, C, cache_bytes=2**40, **kw)\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (soft, hard))\n"
+        "lift_address_limit()\n"
         "assert got.converged and got.info['gap'] <= 1e-3, got.info\n"
         "assert abs(got.objective - ref.objective) <= 1e-6 * ref.objective, (got.objective, ref.objective)\n"
         "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[1])
+    out = run_under_address_limit(code)
     assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])
 
 

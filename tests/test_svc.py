@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +12,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC as SkSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import load_subset, traced_peak
+from conftest import load_subset, needs_address_limit, run_under_address_limit, traced_peak
 from gpusvm import GramSpec, get_backend
 from gpusvm._solvers import get_binary_solver
 from gpusvm._solvers._common import gradient_from_alpha, kkt_gap
@@ -516,34 +513,27 @@ def test_cache_budget_and_shrinking_do_not_change_the_solution():
 
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an address-space limit (RLIMIT_AS) and /proc")
+@needs_address_limit
 def test_cache_budget_beyond_what_can_be_reserved_keeps_fewer_rows():
     """The pairwise solver reserves its whole cache store up front (LIBSVM allocates each row as it is
     computed): ``SVC(cache_size=20000)`` on full ijcnn1 under a 6 GB address-space limit raised "Unable
     to allocate 9.31 GiB for an array with shape (49990, 49990)", where scikit-learn's SVC fit in 0.9 GB.
     A store that cannot be reserved now keeps fewer rows: the same solution, only slower."""
     code = (
-        "import resource\n"
         "import numpy as np\n"
-        "from gpusvm import GramSpec, get_backend\n"
+        "from gpusvm import get_backend\n"
         "cpu = get_backend('cpu')\n"
-        "rng = np.random.default_rng(0)\n"
         "n = 12000\n"
-        "X = rng.normal(size=(n, 2))\n"
-        "y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)\n"
-        "spec, C = GramSpec('rbf', gamma=0.5), np.ones(n)\n"
+        "X, y, spec, C = halfplane_problem(n)\n"
         "cpu.smo_pairwise(X[:200], y[:200], spec, C[:200], cache_bytes=1)  # (compiled before the limit)\n"
-        "vm = next(int(v.split()[1]) * 1024 for v in open('/proc/self/status') if v.startswith('VmSize'))\n"
-        "soft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (vm + 2**29, hard))  # 512 MB more; the store is 576 MB\n"
+        "limit_address_space(2**29)  # 512 MB more; the store is 576 MB\n"
         "got = cpu.smo_pairwise(X, y, spec, C, cache_bytes=2**40)\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (soft, hard))\n"
+        "lift_address_limit()\n"
         "ref = cpu.smo_pairwise(X, y, spec, C, cache_bytes=2**40)\n"
         "assert ref['info']['cache_rows'] == n and 2 <= got['info']['cache_rows'] < n, got['info']\n"
         "assert got['converged'] and np.array_equal(got['alpha'], ref['alpha'])\n"
         "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[1])
+    out = run_under_address_limit(code)
     assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr[-2000:])
 
 
