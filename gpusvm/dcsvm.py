@@ -487,7 +487,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         results = map_problems(solve_pair, range(len(problems)), self.n_jobs, on_gpu=be.is_gpu)
         levels, pair_coef, pair_idx, pair_b, n_iter, objective, models = [], [], [], [], [], [], []
-        converged = True
         n_unconverged = n_stalled = 0  # (the solves that stopped before tol; those that stalled, as SVC counts)
         for (a, b, idx, yb), (res, undo) in zip(problems, results):
             for info in res.levels:
@@ -499,7 +498,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             pair_b.append(np.nan if res.b is None else float(res.b))
             n_iter.append(int(res.n_iter))
             objective.append(np.nan if res.objective is None else float(res.objective))
-            converged &= bool(res.converged)
             n_unconverged += res.n_unconverged
             n_stalled += res.n_stalled
             models.append(res.models)
@@ -527,6 +525,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         self.n_iter_ = np.array(n_iter, dtype=np.int32)
         self.objective_ = np.array(objective)
         self.levels_ = levels
+        converged = n_unconverged == 0
         self.fit_status_ = 0 if converged else 1
         self.shape_fit_ = (n, d)
         self.n_features_in_ = d

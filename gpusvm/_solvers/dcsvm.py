@@ -763,7 +763,6 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         batch_cfg = {"max_size": int(batch_max_size), "max_bytes": int(batch_bytes)}
     alpha = xp.zeros(n, dtype=xp.float64)
     levels, models = [], {}
-    all_converged = True
     n_unconverged = n_stalled = 0  # (solves that stopped before tol; those that stalled)
     solved_any = False
     for level in range(L, stop - 1 if stop > 0 else 0, -1):
@@ -823,9 +822,9 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         t2 = time.perf_counter()
         models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
         solved = [r for r in results if r is not None]
-        conv = all(r["converged"] for r in solved)
-        all_converged &= conv
-        n_unconverged += sum(not r["converged"] for r in solved)
+        n_level = sum(not r["converged"] for r in solved)
+        conv = n_level == 0
+        n_unconverged += n_level
         n_stalled += sum(bool(r.get("stalled", False)) for r in solved)
         acc = None
         if all(r["decision"] is not None for r in solved):
@@ -846,7 +845,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             print(f"[DC-SVM] level {level}: {kl} clusters, {info['n_sv']} SVs, "
                   f"obj {info['objective']:.6g}, {info['time_s']:.3f}s")
     if stop > 0:
-        return DCResult(alpha=alpha, b=None, objective=None, n_iter=0, converged=all_converged,
+        return DCResult(alpha=alpha, b=None, objective=None, n_iter=0, converged=n_unconverged == 0,
                         n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels, models=models,
                         stopped_at=stop)
     fn, _ = get_binary_solver(solver)
@@ -881,7 +880,6 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                      **options)
             alpha = xp.zeros(n, dtype=xp.float64)
             alpha[sv] = res.alpha
-            all_converged &= bool(res.converged)
             n_unconverged += not res.converged
             n_stalled += bool(res.info.get("stalled", False))
             be.sync()
@@ -900,7 +898,6 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
              x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)
     be.sync()
-    all_converged &= bool(res.converged)
     n_unconverged += not res.converged
     n_stalled += bool(res.info.get("stalled", False))
     acc = None
@@ -914,5 +911,5 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     if verbose:
         print(f"[DC-SVM] top: {levels[-1]['n_sv']} SVs, obj {res.objective:.6g}, {levels[-1]['time_s']:.3f}s")
     return DCResult(alpha=res.alpha, b=float(res.b), objective=float(res.objective), n_iter=int(res.n_iter),
-                    converged=all_converged, n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels,
+                    converged=n_unconverged == 0, n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels,
                     models=models, stopped_at=0)
