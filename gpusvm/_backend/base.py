@@ -129,6 +129,26 @@ def host_memory_guard(what: str, hint: str, detail: str = ""):
         raise err from exc
 
 
+def reserve_rows(xp, rows: int, n: int, dtype, min_rows: int = 1):
+    """An empty ``(r, n)`` array of ``dtype`` for a cache store: ``r = rows``, or when that cannot be reserved
+    (``MemoryError``), the first of ``rows // 2``, ``rows // 4``, ... that can, never below ``min_rows`` (the
+    error is raised there).
+
+    A store is reserved whole up front (its pages committed only as rows are filled), where LIBSVM allocates
+    each row when it computes it, so a cache's byte budget is a limit, not a requirement: ``SVC(cache_size=20000)``
+    on full ijcnn1 under a 6 GB address-space limit raised a MemoryError naming 49,990 x 49,990 float32 values
+    (9.3 GB), where scikit-learn's SVC fit in 0.9 GB. Fewer rows change a solver's speed, not its solution. For
+    host memory only: on a GPU (CuPy's out-of-memory error is a ``MemoryError`` too) call ``xp.empty``.
+    """
+    while True:
+        try:
+            return xp.empty((rows, n), dtype=dtype)
+        except MemoryError:
+            if rows <= min_rows:
+                raise
+            rows = max(min_rows, rows // 2)
+
+
 def registered_ops() -> dict[str, tuple[str, ...]]:
     """Map each fused op's name to the devices it is implemented for."""
     _discover_ops()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .._backend.base import reserve_rows
+
 
 class GramRowCache:
     """LRU cache of Gram rows of ``X`` on backend ``be``.
@@ -144,22 +146,18 @@ class GramRowCache:
         return xp.asarray([self._slot[i] for i in idx_host], dtype=xp.int64)
 
     def _reserve(self):
-        """Allocate the store: ``capacity`` rows, or on the CPU as many as can be reserved (halving).
-
-        The store is reserved whole (its pages committed only as rows are filled), where LIBSVM allocates
-        each row when it computes it, so the budget is a limit, not a requirement: ``SVC(cache_size=20000,
-        decomposition="batched")`` on full ijcnn1 under a 6 GB address-space limit raised a MemoryError for
-        49,990 x 49,990 float32 values (9.3 GB). Fewer rows change the speed only. On the GPU an exhausted
-        device still raises (the estimators turn it into a MemoryError that says what to lower)."""
-        while True:
-            try:
-                self._store = self.be.xp.empty((self.capacity, self.n), dtype=self.dtype)
-                return
-            except MemoryError:
-                if self.be.is_gpu or self.capacity <= 1:
-                    raise
-                self.capacity //= 2
-                self._free = list(range(self.capacity - 1, -1, -1))  # (no row is stored yet)
+        """Allocate the store: ``capacity`` rows, or on the CPU as many as can be reserved
+        (:func:`gpusvm._backend.base.reserve_rows`: ``SVC(cache_size=20000, decomposition="batched")`` on full
+        ijcnn1 under a 6 GB address-space limit failed for 49,990 x 49,990 float32 values). On the GPU an
+        exhausted device still raises (the estimators turn it into a MemoryError that says what to lower)."""
+        xp = self.be.xp
+        if self.be.is_gpu:
+            self._store = xp.empty((self.capacity, self.n), dtype=self.dtype)
+            return
+        self._store = reserve_rows(xp, self.capacity, self.n, self.dtype)
+        if self._store.shape[0] < self.capacity:
+            self.capacity = int(self._store.shape[0])
+            self._free = list(range(self.capacity - 1, -1, -1))  # (no row is stored yet)
 
     @property
     def store(self):

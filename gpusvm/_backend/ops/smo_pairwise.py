@@ -112,7 +112,7 @@ import numba
 import numpy as np
 
 from ..._gram import GRAM_CODES
-from ..base import register_op
+from ..base import register_op, reserve_rows
 # (Numba caches this module keyed on this file only: after editing exp_neg_vec in merge.py, delete
 # ops/__pycache__/*.nb[ic] or touch this file.)
 from .merge import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
@@ -1015,24 +1015,6 @@ def _prepare_precomputed(X, K):
     return True, np.zeros((1, 1)), np.array([K.shape[1]], dtype=np.int64), rows, K.reshape(-1), diag, 1
 
 
-def _reserve_store(cap, n, dtype):
-    """The cache's store of ``cap`` rows of ``n`` values, or of as many as can be reserved (halving, at least 2).
-
-    The store is reserved whole up front (its pages are only committed as rows are filled), where LIBSVM
-    allocates each row when it computes it, so ``cache_bytes`` is a budget there, never a requirement: a
-    budget beyond what the process may reserve (``SVC(cache_size=20000)`` on full ijcnn1 under a 6 GB
-    address-space limit: 49,990 x 49,990 float32 values, 9.3 GB) raised a MemoryError naming an n x n
-    array, where scikit-learn's SVC fit in 0.9 GB. Fewer rows change the speed only, never the solution
-    (``info["cache_rows"]`` reports the rows kept)."""
-    while True:
-        try:
-            return np.empty((cap, n), dtype=dtype)
-        except MemoryError:
-            if cap <= 2:
-                raise
-            cap = max(2, cap // 2)
-
-
 def _diag(sq, spec):
     if spec.kind in ("linear", "precomputed"):  # (precomputed: sq holds k(x, x), _prepare_precomputed)
         return sq.copy()
@@ -1062,7 +1044,8 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
         Limit on SMO steps; -1 for none.
     cache_bytes : int
         Byte budget of the Gram-row cache (at least two rows are always kept; fewer than it allows when
-        they cannot be reserved, see :func:`_reserve_store`).
+        they cannot be reserved, see :func:`gpusvm._backend.base.reserve_rows`; ``info["cache_rows"]`` reports
+        the rows kept).
     alpha0 : ndarray of shape (n,), optional
         Feasible warm start; the gradient is computed from its nonzero entries.
     x_sqnorm : ignored
@@ -1107,7 +1090,7 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
     perm = np.arange(n, dtype=np.int64)
     qdtype = np.float64 if np.dtype(gram_dtype) == np.float64 else np.float32  # (str(dtype) costs 20 us)
     row_bytes = max(1, n * np.dtype(qdtype).itemsize)
-    store = _reserve_store(int(max(2, min(n, int(cache_bytes) // row_bytes))), n, qdtype)
+    store = reserve_rows(np, int(max(2, min(n, int(cache_bytes) // row_bytes))), n, qdtype, min_rows=2)
     cap = int(store.shape[0])
     gx = (XT, indptr, indices, data, perm, sq.copy(), yp)
     gk = (bool(sparse), spec.code, float(spec.gamma), float(spec.coef0), int(spec.degree),
