@@ -18,8 +18,8 @@ rows, w8a 34,780 of 49,749, phishing 5,849 of 11,055, a9a 26,008 of 32,561; ijcn
 
 Finding the copies
 ------------------
-The hashes are the fused op ``row_hash`` (:mod:`gpusvm._backend.ops.rowhash`: one compiled pass on the
-CPU, array operations on the GPU, the same bits), so a GPU fit hashes its rows on the device and only two
+The hashes are the fused op ``row_hash2`` (:mod:`gpusvm._backend.ops.rowhash`: one compiled pass on the
+CPU for both seeds, array operations on the GPU, the same bits), so a GPU fit hashes its rows on the device and only two
 ``n``-long hash arrays come to the host:
 
 * two 64-bit hashes per row, each the sum modulo 2**64 of a mixed value per *nonzero* entry (the entry's
@@ -40,7 +40,7 @@ import numpy as np
 
 from ._backend.ops.rowhash import GOLDEN, M2
 
-__all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "row_hashes", "plan", "reduce_problem",
+__all__ = ["check_mode", "duplicate_groups", "reduce_rows", "expand_alpha", "plan", "reduce_problem",
            "merge_equal_rows", "AUTO_MAX_DISTINCT_SHARE"]
 
 # deduplicate="auto" merges copies when the distinct (x, y) pairs are at most this share of the rows.
@@ -52,12 +52,6 @@ AUTO_MAX_DISTINCT_SHARE = 0.5
 
 _SEEDS = (0x243F6A8885A308D3, 0x13198A2E03707344)
 _UGOLDEN, _UM2, _USEED1 = np.uint64(GOLDEN), np.uint64(M2), np.uint64(_SEEDS[1])
-
-
-def row_hashes(be, X, seed):
-    """One 64-bit hash per row of ``X`` (dense or CSR, on ``be``): equal rows hash alike (the fused op
-    ``row_hash``, :mod:`gpusvm._backend.ops.rowhash`)."""
-    return be.row_hash(X, seed)
 
 
 def _hash_pair(be, X):

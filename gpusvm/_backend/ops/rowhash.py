@@ -1,4 +1,5 @@
-"""Fused op ``row_hash``: one order-free 64-bit hash per row of a dense or CSR matrix (duplicate finding).
+"""Fused op ``row_hash2``: order-free 64-bit hashes of every row of a dense or CSR matrix for two seeds
+(duplicate finding), and ``rows_differ``.
 
 The hash of a row is the sum modulo 2**64 of one mixed value per *nonzero* entry: the entry's float64 bit
 pattern XOR a key made from its column and the seed, mixed by splitmix64's finalizer. Integer addition
@@ -10,8 +11,8 @@ hash only has to make collisions rare.
 
 * :func:`row_hash_xp`: the hash in array operations over ``xp`` (NumPy or CuPy), the reference and the
   GPU op (elementwise CuPy kernels and a prefix sum; the rows' hashes come back as one device array).
-* CPU op: the same hash in one compiled pass over the entries (Numba); ``row_hash2`` gives the hashes of
-  two seeds in one pass (duplicate finding needs two). The array version makes about
+* CPU op: the same hash in one compiled pass over the entries (Numba), for two seeds at once (duplicate
+  finding needs two; one pass costs 35-40% less than two). The array version makes about
   ten full-length uint64 temporaries per seed; on a9a (32,561 x 123 CSR, 451k entries) it took ~20 ms
   per seed, as long as a whole LinearSVC fit at small C, which ``deduplicate="auto"`` paid for every
   fit. Both give the same bits (tests).
@@ -127,7 +128,7 @@ def _dense_hash2(values, bits, seed1, seed2, out1, out2):
 @register_op("row_hash2", "cpu")
 def row_hash2_cpu(be, X, seed1, seed2):
     """The hashes of every row of ``X`` (dense or CSR, host) for two seeds, in one compiled pass: a tuple of
-    two uint64 arrays of shape (n,), the same bits as ``row_hash(X, seed1)`` and ``row_hash(X, seed2)``."""
+    two uint64 arrays of shape (n,), the same bits as :func:`row_hash_xp` with ``seed1`` and with ``seed2``."""
     n = int(X.shape[0])
     out1 = np.empty(n, dtype=np.uint64)
     out2 = np.empty(n, dtype=np.uint64)
@@ -150,20 +151,6 @@ def row_hash2_gpu(be, X, seed1, seed2):
     with be.device:
         sparse = be.issparse(X)
         return row_hash_xp(be.xp, X, seed1, sparse), row_hash_xp(be.xp, X, seed2, sparse)
-
-
-@register_op("row_hash", "cpu")
-def row_hash_cpu(be, X, seed):
-    """Hash of every row of ``X`` (dense or CSR, host): uint64 array of shape (n,); see the module. (The
-    two-seed pass of :func:`row_hash2_cpu` with the seed twice: duplicate finding uses ``row_hash2``.)"""
-    return row_hash2_cpu(be, X, seed, seed)[0]
-
-
-@register_op("row_hash", "gpu")
-def row_hash_gpu(be, X, seed):
-    """GPU version of :func:`row_hash_cpu`: :func:`row_hash_xp` over CuPy, on the device."""
-    with be.device:
-        return row_hash_xp(be.xp, X, seed, be.issparse(X))
 
 
 # ---- exact comparison of row pairs --------------------------------------------------------------------
