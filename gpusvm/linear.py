@@ -3,6 +3,7 @@ method (squared hinge), on CPU or GPU; the L1-regularized squared hinge by coord
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -273,14 +274,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         rs = check_random_state(self.random_state)
         base_seed = int(rs.randint(np.iinfo(np.int32).max))
         targets = [1] if len(classes) == 2 else list(range(len(classes)))
-        # coef_ and the problems' weight vectors (all alive until copied into coef_) grow with n_classes x
-        # n_features: say so where they are allocated, not only NumPy's "Unable to allocate"
+        # coef_ grows with n_classes x n_features: say so where it is allocated, not only NumPy's "Unable to
+        # allocate"
         t = len(targets)
         guard = functools.partial(
             host_memory_guard, f"{name}.fit",
             detail=f"coef_ holds {'n_classes' if t > 1 else 'one row'} x n_features = {t:,} x {d:,} float64 values "
-                   f"({t * d * 8 / 2**30:.2f} GiB), and the one-vs-rest problems' weight vectors as much again until "
-                   "they are copied in",
+                   f"({t * d * 8 / 2**30:.2f} GiB), and each problem being solved one weight vector of n_features "
+                   "values",
             hint="reduce n_features (feature selection, a smaller hashing space) or the classes per model (fit "
                  "groups of classes one-vs-rest separately)")
         with guard():
@@ -294,13 +295,19 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             # C_i of this problem: C times the sample and class weights, as LIBLINEAR (ovr_weights)
             Ck = be.asarray(float(self.C) * ovr_weights(sample_w, class_w, y_idx, targets[k]), dtype=be.xp.float64)
             if solver == "cdn":
-                return l1_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
-                                 seed=base_seed + k, verbose=int(self.verbose))
-            if solver == "newton":
-                return newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
-                                     verbose=int(self.verbose))
-            return dcd_linear(be, X, yk, Ck, loss=self.loss, method=solver, tol=float(self.tol),
-                              max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=int(self.verbose))
+                res = l1_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
+                                seed=base_seed + k, verbose=int(self.verbose))
+            elif solver == "newton":
+                res = newton_linear(be, X, yk, Ck, tol=float(self.tol), max_iter=int(self.max_iter), bias=bias,
+                                    verbose=int(self.verbose))
+            else:
+                res = dcd_linear(be, X, yk, Ck, loss=self.loss, method=solver, tol=float(self.tol),
+                                 max_iter=int(self.max_iter), bias=bias, seed=base_seed + k, verbose=int(self.verbose))
+            # w goes into its row of coef_ as soon as the problem is solved (each thread its own row), and the
+            # result keeps neither w nor alpha: held until the last problem ended, they took n_classes x
+            # (n_features + n_samples) values beside coef_
+            coef[k] = be.to_host(res.w)
+            return dataclasses.replace(res, w=None, alpha=None)
 
         # threads for the dual solvers' single-threaded loops only: the Newton solver's products already run
         # on BLAS's threads (measured slower in two threads: 0.73-0.85 -> 1.09-1.31 s, 8 classes, 40k x 100)
@@ -308,7 +315,6 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             results = map_problems(solve, range(len(targets)), self.n_jobs if solver != "newton" else 1,
                                    on_gpu=be.is_gpu)
         for k, (cls, res) in enumerate(zip(targets, results)):
-            coef[k] = be.to_host(res.w)
             intercept[k] = bias * res.w_bias
             objective[k] = res.objective
             n_iter = max(n_iter, res.n_iter)

@@ -784,6 +784,26 @@ def test_sparse_coef_after_sparsify_is_not_densified_to_predict_csr_rows():
     assert peak < 0.5 * dense_bytes, f"peak {peak / dense_bytes:.2f}x the dense coef_"
 
 
+@pytest.mark.parametrize("solver,n_jobs", [("dcd", 1), ("avsf", 2)])
+def test_fit_holds_coef_once_not_every_problems_weights_beside_it(solver, n_jobs):
+    """Every one-vs-rest problem's result (w, and alpha) was kept until the last problem ended and only then
+    copied into coef_: 12 classes of 200,000 features traced 2.09x coef_'s bytes at the peak. Each w now
+    goes into its row when its problem ends (1.17x with one thread, 1.26x with two)."""
+    from conftest import traced_peak
+
+    rng = np.random.default_rng(3)
+    n, d, nnz, k = 400, 200_000, 8, 12
+    X = sp.csr_matrix((rng.normal(size=n * nnz), rng.integers(0, d, n * nnz), np.arange(n + 1) * nnz),
+                      shape=(n, d))
+    X.sum_duplicates()
+    y = np.arange(n) % k
+    kw = dict(C=1.0, solver=solver, n_jobs=n_jobs, random_state=0)
+    LinearSVC(**kw).fit(X[:40], y[:40])  # compiled loops loaded before tracing
+    m, peak = traced_peak(lambda: LinearSVC(**kw).fit(X, y))
+    assert m.coef_.shape == (k, d)
+    assert peak < 1.5 * m.coef_.nbytes, f"peak {peak / m.coef_.nbytes:.2f}x coef_"
+
+
 @pytest.mark.gpu
 def test_gpu_l1_penalty_matches_cpu(gpu_backend):
     """A GPU fit of penalty="l1" (solved on the host): the CPU's model, weights as for any fit."""
