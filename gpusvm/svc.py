@@ -145,8 +145,9 @@ def _callable_gram(kernel, A, B, n_a, n_b, where):
     if shape != (n_a, n_b):
         raise ValueError(f"The kernel callable must return the Gram values of shape {(n_a, n_b)} {where}; "
                          f"it returned {type(K).__name__} of shape {shape}.")
-    # (operators and methods only, so this holds for NumPy and CuPy alike: NaN and inf fail the test)
-    if K.dtype.kind not in "biuf" or not bool((abs(K) < math.inf).all()):
+    # (methods only, so this holds for NumPy and CuPy alike: NaN and inf fail the test; reductions, where
+    # abs(K) < inf made an n_a x n_b float copy of K beside it)
+    if K.dtype.kind not in "biuf" or (K.size and not (bool(K.max() < math.inf) and bool(K.min() > -math.inf))):
         raise ValueError(f"The kernel callable returned values that are not finite real numbers {where} "
                          f"(dtype {K.dtype}); it must return the Gram values.")
     return K
@@ -684,7 +685,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         X = check_X(X, be, owner="SVC", estimator=self, gram=self.kernel == "precomputed")
         xp = be.xp
         if callable(self.kernel):  # the callable's values against the support vectors
-            return be, X.astype(xp.float64) @ self._pair_coef.T + self._pair_b[None, :], lib
+            return be, X.astype(xp.float64, copy=False) @ self._pair_coef.T + self._pair_b[None, :], lib
         if X.shape[1] != self.n_features_in_:
             hint = (" (kernel='precomputed': X holds the Gram values between the new points and the "
                     f"{self.n_features_in_} training points)" if self.kernel == "precomputed" else "")
@@ -692,7 +693,8 @@ class SVC(ClassifierMixin, BaseEstimator):
                              f"features as input.{hint}")
         if self.kernel == "precomputed":  # X holds the Gram values against the training points
             cols = X[:, self.support_.astype(xp.int64)]
-            dec = (be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64) @ self._pair_coef.T
+            # (the column take is already a copy: float64 values are not copied again)
+            dec = (be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64, copy=False) @ self._pair_coef.T
             return be, dec + self._pair_b[None, :], lib
         SV = self.support_vectors_
         dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, self._gram_spec(self._gamma),

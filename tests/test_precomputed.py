@@ -321,3 +321,25 @@ def test_max_abs_of_a_precomputed_matrix_makes_no_copy_of_it():
     assert GramSpec("precomputed", matrix=np.zeros((0, 0))).matrix_max_abs == 0.0
     K[3, 3] = np.nan
     assert np.isnan(GramSpec("precomputed", matrix=K).matrix_max_abs)
+
+
+def test_gram_predict_does_not_copy_the_float64_values_twice():
+    """A precomputed (or callable) gram's prediction took the support vectors' columns, a copy, and then
+    ``astype(float64)`` copied them again: 2 n_test x n_SV float64 arrays where one is needed."""
+    from conftest import traced_peak
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 5))
+    y = (X[:, 0] + 0.8 * rng.normal(size=1500) > 0).astype(int)
+    Xt = rng.normal(size=(3000, 5))
+    m = SVC(kernel="precomputed", C=1.0).fit(rbf_kernel(X, X, gamma=0.2), y)
+    Kt = rbf_kernel(Xt, X, gamma=0.2)
+    cols_bytes = Kt.shape[0] * m.support_.size * 8
+    assert cols_bytes > 8e6  # (the test's premise: the columns dominate what prediction allocates)
+    dec, peak = traced_peak(lambda: m.decision_function(Kt))
+    np.testing.assert_array_equal(dec, Kt[:, m.support_] @ m.dual_coef_[0] + m.intercept_[0])
+    assert peak < 1.5 * cols_bytes, f"peak {peak / cols_bytes:.2f}x the columns"
+
+    c = SVC(kernel=lambda A, B: rbf_kernel(A, B, gamma=0.2), C=1.0).fit(X, y)
+    _, peak = traced_peak(lambda: c.decision_function(Xt))
+    assert peak < 1.5 * cols_bytes, f"callable: peak {peak / cols_bytes:.2f}x the support vectors' gram"
