@@ -715,6 +715,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         twin.__dict__.update(self.__dict__)
         return twin
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy`` shares the ``executor``, as :meth:`__sklearn_clone__` does, and deep-copies every other
+        attribute. It went through :meth:`__getstate__`, which is for pickling, and so dropped the executor: a pool
+        or a client is a resource to share, not state to copy (a thread pool cannot be deep-copied)."""
+        import copy
+
+        twin = type(self).__new__(type(self))
+        memo[id(self)] = twin
+        for key, value in self.__dict__.items():
+            twin.__dict__[key] = value if key == "executor" else copy.deepcopy(value, memo)
+        return twin
+
     def __getstate__(self):
         """Pickling leaves the ``executor`` out (a pool cannot be pickled): an unpickled model, or one sent to
         another process (GridSearchCV with n_jobs), has ``executor=None`` and fits in that process."""

@@ -306,6 +306,23 @@ def test_shallow_copy_keeps_the_executor():
         assert pickle.loads(pickle.dumps(twin)).executor is None and twin.executor is ex
 
 
+def test_deep_copy_shares_the_executor_and_copies_the_model():
+    """copy.deepcopy(DCSVC(executor=ex)) also went through __getstate__ and had executor=None. The deep copy
+    now shares the executor (as clone) and copies everything else."""
+    import copy
+
+    X, y = load_bundled("breast_cancer")
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        est = DCSVC(executor=ex, min_cluster_size=0, n_levels=1, device="cpu", random_state=0).fit(X, y)
+        twin = copy.deepcopy(est)
+        assert twin is not est and type(twin) is DCSVC
+        assert twin.executor is ex and twin.get_params() == est.get_params()
+        assert twin.levels_ is not est.levels_ and twin.dual_coef_ is not est.dual_coef_
+        np.testing.assert_array_equal(twin.dual_coef_, est.dual_coef_)
+        np.testing.assert_array_equal(twin.decision_function(X), est.decision_function(X))
+        assert copy.deepcopy(DCSVC()).executor is None
+
+
 def test_clone_keeps_metadata_requests_as_sklearn_clone():
     """Our __sklearn_clone__ (for the executor) dropped what scikit-learn's clone carries over: with metadata
     routing, DCSVC().set_fit_request(sample_weight=True) in a Pipeline under GridSearchCV or cross_validate
