@@ -15,7 +15,7 @@ from ._solvers.bsgd import bsgd
 from ._validation import (check_class_labels, check_class_weight, check_options, check_random_state_param,
                           check_scalar, check_X, class_indices, ovr_weights, to_input_library, to_numpy,
                           weights_per_sample)
-from .svc import _blocked_decision
+from .svc import _blocked_decision, PredictCache, predict_operands
 
 __all__ = ["BudgetSVC"]
 
@@ -275,6 +275,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - t_start
 
         n_sv = np.array([len(a) for a in coefs], dtype=np.int64)
+        self._predict_cache = PredictCache()  # (gpusvm.svc.predict_operands)
         self.support_vectors_ = np.concatenate(svs, axis=0) if svs else np.zeros((0, d))
         dual = np.zeros((len(problems), int(n_sv.sum())))
         off = np.concatenate([[0], np.cumsum(n_sv)])
@@ -314,9 +315,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting {self.n_features_in_} "
                              "features as input.")
         spec = GramSpec("rbf", self._gamma)
-        sv = be.asarray(self.support_vectors_)
-        dec = _blocked_decision(be, sv, be.asarray(self.dual_coef_), be.asarray(self.intercept_), X, spec,
-                                sv_sqnorm=be.row_sqnorms(sv, np.float64), x_sqnorm=be.row_sqnorms(X, np.float64))
+        sources = (self.support_vectors_, self.dual_coef_)
+        operands = predict_operands(self, be, sources, lambda: (be.asarray(sources[0]), be.asarray(sources[1])))
+        dec = _blocked_decision(be, None, None, be.asarray(self.intercept_), X, spec, operands=operands)
         if dec.shape[1] == 1:
             dec = dec[:, 0]
         return to_input_library(dec, lib)

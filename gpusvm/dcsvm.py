@@ -20,7 +20,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
 from ._parallel import check_n_jobs, map_problems
 from ._solvers._common import early_stop_causes
 from ._solvers.smo_batched import MAX_WORKING_SET
-from .svc import _blocked_decision, _decision_threads
+from .svc import _blocked_decision, _decision_threads, PredictCache, predict_operands
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_random_state_param, check_scalar, check_X, class_indices, to_numpy,
                           weights_per_sample)
@@ -510,6 +510,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
 
         # the model's attributes only once it is solved: a fit that raised (too few points for the clusters,
         # Ctrl-C) kept the model before it, but with this data's gamma (as SVC)
+        self._predict_cache = PredictCache()  # (gpusvm.svc.predict_operands)
         self._be_name = be.device_key
         self._gamma = gamma
         self.classes_ = classes
@@ -605,19 +606,18 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but DCSVC is expecting {self.n_features_in_} "
                              "features as input.")
         xp = be.xp
-        x_sq = be.row_sqnorms(X, xp.float64)
         spec = self._gram_spec(self._gamma)
         if level > 0:
-            x_sq_g = x_sq if spec.kind == "rbf" else None
+            x_sq_g = be.row_sqnorms(X, xp.float64) if spec.kind == "rbf" else None
             n_pairs = len(self._level_models)
             dec = xp.empty((int(X.shape[0]), n_pairs), dtype=xp.float64)
             threads = 1 if be.is_gpu else _decision_threads()
             for p in range(n_pairs):
                 dec[:, p], _ = local_decision(be, self._level_models[p][level], X, x_sqnorm=x_sq_g, threads=threads)
             return be, dec, lib
-        SV = self.support_vectors_
-        dec = _blocked_decision(be, SV, self._pair_coef, self._pair_b, X, spec,
-                                sv_sqnorm=be.row_sqnorms(SV, xp.float64), x_sqnorm=x_sq)
+        sources = (self.support_vectors_, self._pair_coef)
+        operands = predict_operands(self, be, sources, lambda: sources)
+        dec = _blocked_decision(be, None, None, self._pair_b, X, spec, operands=operands)
         return be, dec, lib
 
     @property
@@ -688,6 +688,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         ``predict(X, level=...)``) are copied there, and later predictions run there. A GPU model moved
         to the CPU pickles and predicts on a machine without CUDA."""
         self._check_fitted()
+        self._predict_cache = PredictCache()
         return move_fitted(self, ("support_", "support_vectors_", "dual_coef_", "intercept_", "_pair_coef",
                                   "_pair_b", "_level_models"), device)
 

@@ -394,7 +394,7 @@ def _build_model(m, n_features, device, sparse=False):
     largest feature index used); ``sparse``: CSR support vectors, as a sparse fit keeps them (what
     ``gpusvm predict`` uses: a dense copy of a text model's vectors takes n_SV x max index doubles)."""
     from ._backend import get_backend
-    from .svc import SVC
+    from .svc import SVC, PredictCache
 
     k, total, nr_sv, labels, width = m["k"], m["total"], m["nr_sv"], m["labels"], m["width"]
     n_pairs = k * (k - 1) // 2
@@ -454,4 +454,5 @@ def _build_model(m, n_features, device, sparse=False):
         est._label_order = np.argsort(order)
     est.shape_fit_ = (0, n_features)
     est.n_features_in_ = n_features
+    est._predict_cache = PredictCache()  # as a fit leaves it (gpusvm.svc.predict_operands)
     return est
