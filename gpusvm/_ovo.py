@@ -7,6 +7,8 @@ favours class a).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ._validation import to_input_library, to_numpy
@@ -92,10 +94,7 @@ def _ovr_decision(d, k):
     order) with the same operations, but for every class at once: k - 1 steps instead of its loop over the
     k (k - 1) / 2 pairs, whose small operations were most of a short decision_function (ten classes:
     0.45 ms a call, 2.2 of 13 ms on digits' 1,797 rows)."""
-    a, b = np.triu_indices(k, 1)  # the pairs a < b in the order of d's columns
-    pairs = np.array([np.flatnonzero((a == c) | (b == c)) for c in range(k)])  # (k, k - 1): class c's pairs
-    second = b[pairs] == np.arange(k)[:, None]  # c is the pair's second class: its confidence adds, else subtracts
-    sign = np.where(second, 1.0, -1.0)  # (s + -x is s - x to the bit)
+    pairs, second, sign = _ovr_tables(k)
     conf, neg = -d, d < 0  # (a pair's vote goes to its second class when d < 0)
     votes = np.zeros((d.shape[0], k))
     sums = np.zeros((d.shape[0], k))
@@ -104,6 +103,35 @@ def _ovr_decision(d, k):
         sums += sign[:, t] * conf[:, cols]
         votes += np.where(second[:, t], neg[:, cols], ~neg[:, cols])
     return votes + sums / (3 * (np.abs(sums) + 1))
+
+
+def _read_only(*arrays):
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+@functools.lru_cache(maxsize=64)
+def _ovr_tables(k):
+    """:func:`_ovr_decision`'s index tables for ``k`` classes, made once per class count (building them
+    was most of a one-row decision_function with ten classes: 0.1 of 0.25 ms): class c's pairs (k, k - 1),
+    whether c is each one's second class, and the sign its confidence takes (read-only: shared)."""
+    a, b = np.triu_indices(k, 1)  # the pairs a < b in the order of d's columns
+    pairs = np.array([np.flatnonzero((a == c) | (b == c)) for c in range(k)]).reshape(k, k - 1)
+    second = b[pairs] == np.arange(k)[:, None]  # c is the pair's second class: its confidence adds, else subtracts
+    sign = np.where(second, 1.0, -1.0)  # (s + -x is s - x to the bit)
+    return _read_only(pairs, second, sign)
+
+
+@functools.lru_cache(maxsize=64)
+def _vote_tables(k):
+    """:func:`ovo_predict`'s tables for ``k`` classes, made once per class count: the pairs' classes a < b
+    in the order of the decision columns, and their +1 (a) / -1 (b) columns (n_pairs, k); read-only."""
+    a, b = np.triu_indices(k, 1)
+    sign = np.zeros((a.shape[0], k))
+    sign[np.arange(a.shape[0]), a] = 1.0
+    sign[np.arange(a.shape[0]), b] = -1.0
+    return _read_only(a, b, sign)
 
 
 def ovo_predict(dec, classes, lib, tie_order=None):
@@ -115,15 +143,12 @@ def ovo_predict(dec, classes, lib, tie_order=None):
     d = to_numpy(dec)
     k = len(classes)
     rank = np.arange(k) if tie_order is None else np.argsort(np.asarray(tie_order))  # class -> place in order
-    a, b = np.triu_indices(k, 1)  # the pairs a < b in the order of dec's columns
+    a, b, sign = _vote_tables(k)  # the pairs a < b in the order of dec's columns, and their signs
     pos = np.where(rank[a] < rank[b], d > 0, d >= 0)  # the vote goes to a (flipped pair: a is LIBSVM's second)
     # class c's votes: its pairs as a that vote for a, plus its c pairs as b (with every a < c) that do not,
     # counted by one product with the pairs' +1 (a) / -1 (b) columns (whole numbers: exact in float64);
     # not a loop over the pairs, whose dozens of small operations per call were most of a one-row predict
     # with ten classes (45 pairs: 0.19 of 0.42 ms)
-    sign = np.zeros((a.shape[0], k))
-    sign[np.arange(a.shape[0]), a] = 1.0
-    sign[np.arange(a.shape[0]), b] = -1.0
     votes = pos @ sign + np.arange(k)
     if tie_order is None:
         return to_input_library(classes[np.argmax(votes, axis=1)], lib)

@@ -168,3 +168,20 @@ def test_loaded_libsvm_model_predicts_as_its_source(tmp_path):
     first = loaded.decision_function(X[:8])
     assert np.array_equal(loaded.decision_function(X[:8]), first)
     np.testing.assert_allclose(first, m.decision_function(X[:8]), rtol=1e-9, atol=1e-9)
+
+
+def test_class_count_tables_are_kept_per_count_and_read_only():
+    """The one-vs-one index tables are kept per class count (gpusvm._ovo): every count gets its own, and
+    the shared tables cannot be written into."""
+    from sklearn.utils.multiclass import _ovr_decision_function
+
+    from gpusvm._ovo import _ovr_decision, _ovr_tables, _vote_tables, ovo_predict
+
+    rng = np.random.default_rng(0)
+    for k in (3, 5, 3, 4, 5):
+        d = rng.normal(size=(6, k * (k - 1) // 2))
+        assert np.array_equal(_ovr_decision(d, k), _ovr_decision_function(d < 0, -d, k))
+        votes = np.round(_ovr_decision_function(d < 0, -d, k))  # (the confidences add less than 1/3)
+        assert np.array_equal(ovo_predict(d, np.arange(k), np), np.argmax(votes, axis=1))
+    for table in (*_ovr_tables(4), *_vote_tables(4)):
+        assert not table.flags.writeable
