@@ -239,7 +239,7 @@ def _parse_header(fh, path):
     raise ValueError(f"{path}: not a LIBSVM model file (no 'SV' line ends the header).")
 
 
-def load_libsvm_model(path, *, n_features=None, device="cpu", zero_based="auto"):
+def load_libsvm_model(path, *, n_features=None, device="cpu", zero_based="auto", sparse=False):
     """Read a LIBSVM C-SVC model file into a fitted :class:`~gpusvm.SVC`.
 
     Parameters
@@ -259,27 +259,36 @@ def load_libsvm_model(path, *, n_features=None, device="cpu", zero_based="auto")
         an index 0 (a model trained on a 0-based data file, e.g. by ``gpusvm train`` on what
         ``sklearn.datasets.dump_svmlight_file`` writes by default), else 1-based. Load the data you
         predict on with the same choice.
+    sparse : bool, default=False
+        Keep the support vectors as a SciPy ``csr_matrix`` (as a fit on sparse data keeps them) instead of
+        a dense array of n_SV x ``n_features`` float64 values: for models of wide sparse data (text,
+        hashed features), whose dense support vectors would take far more memory than the file's
+        nonzeros. Predictions are the same up to rounding (the gram then multiplies sparse rows, or
+        densifies them when they are dense enough; see :func:`gpusvm._backend.ops.gram.densify_for_gram`).
 
     Returns
     -------
     gpusvm.SVC
-        A fitted estimator: ``support_vectors_`` (dense), ``dual_coef_``, ``intercept_``,
-        ``n_support_``, ``classes_`` (sorted) as if fitted by gpusvm, with its hyperparameters set
-        from the file (C is not stored in LIBSVM models and stays at 1.0). ``support_`` (indices into
-        a training set the file does not hold) is -1 for every support vector; ``objective_`` and
-        ``n_iter_`` are unknown (NaN and 0).
+        A fitted estimator: ``support_vectors_`` (dense, or CSR with ``sparse=True``), ``dual_coef_``,
+        ``intercept_``, ``n_support_``, ``classes_`` (sorted) as if fitted by gpusvm, with its
+        hyperparameters set from the file (C is not stored in LIBSVM models and stays at 1.0).
+        ``support_`` (indices into a training set the file does not hold) is -1 for every support
+        vector; ``objective_`` and ``n_iter_`` are unknown (NaN and 0).
 
     Raises
     ------
     ValueError
         A malformed file, a model type other than C-SVC or a precomputed kernel, ``n_features``
-        smaller than the file's largest feature index, or a feature index 0 with ``zero_based=False``.
+        smaller than the file's largest feature index, a feature index 0 with ``zero_based=False``, or
+        a ``sparse`` that is not a bool.
     """
     if not (isinstance(zero_based, (bool, np.bool_)) or (isinstance(zero_based, str) and zero_based == "auto")):
         raise ValueError(f"The 'zero_based' parameter of load_libsvm_model must be a bool or 'auto'. Got "
                          f"{zero_based!r} instead.")
+    if not isinstance(sparse, (bool, np.bool_)):
+        raise ValueError(f"The 'sparse' parameter of load_libsvm_model must be a bool. Got {sparse!r} instead.")
     first_index = "auto" if isinstance(zero_based, str) else 0 if zero_based else 1
-    return _build_model(_parse_model(path, first_index), n_features, device)
+    return _build_model(_parse_model(path, first_index), n_features, device, sparse=bool(sparse))
 
 
 def _parse_model(path, first_index=1, one_class=False):

@@ -50,6 +50,27 @@ def test_round_trip_gives_back_the_same_model(tmp_path, iris, kernel, kw):
     assert np.all(back.support_ == -1) and np.isnan(back.objective_).all()
 
 
+def test_sparse_loading_keeps_csr_support_vectors(tmp_path):
+    """load_libsvm_model(sparse=True): the support vectors as a csr_matrix of the file's nonzeros (no
+    n_SV x n_features dense copy), predicting as the dense load and saving the same file."""
+    X, y = make_classification(300, 40, n_informative=6, n_classes=3, random_state=2)
+    X[np.abs(X) < 1.0] = 0.0
+    est = SVC(C=10.0, gamma=0.05, device="cpu").fit(sp.csr_matrix(X), y)
+    save_libsvm_model(est, tmp_path / "m")
+    dense = load_libsvm_model(tmp_path / "m", n_features=60)
+    csr = load_libsvm_model(tmp_path / "m", n_features=60, sparse=True)
+    assert sp.isspmatrix_csr(csr.support_vectors_) and csr.support_vectors_.shape == (est.n_support_.sum(), 60)
+    assert csr.support_vectors_.nnz == est.support_vectors_.nnz
+    np.testing.assert_array_equal(csr.support_vectors_.toarray(), dense.support_vectors_)
+    Xw = sp.csr_matrix(np.hstack([X, np.zeros((300, 20))]))
+    np.testing.assert_array_equal(csr.predict(Xw), dense.predict(Xw))
+    np.testing.assert_allclose(csr.decision_function(Xw), dense.decision_function(Xw), rtol=1e-12, atol=1e-12)
+    save_libsvm_model(csr, tmp_path / "again")
+    assert (tmp_path / "again").read_bytes() == (tmp_path / "m").read_bytes()
+    with pytest.raises(ValueError, match="'sparse' parameter"):
+        load_libsvm_model(tmp_path / "m", sparse="auto")
+
+
 def test_round_trip_of_a_sparse_binary_fit(tmp_path):
     X, y = make_classification(300, 40, random_state=1)
     X[np.abs(X) < 1.0] = 0.0
