@@ -103,6 +103,11 @@ def check_feature_names(estimator, X, *, reset):
     """scikit-learn's bookkeeping of column names: ``reset=True`` (fit) sets ``feature_names_in_`` from
     a data frame's string column names (and deletes a stale one otherwise); ``reset=False`` (predict)
     warns when names were seen on one side only and raises ``ValueError`` when they differ."""
+    if not reset and (type(X) is np.ndarray or sp.issparse(X)) and getattr(estimator, "feature_names_in_",
+                                                                                None) is None:
+        # no names on either side, so scikit-learn's check does nothing; it takes 15 us (ndarray) to 30 us
+        # (CSR) to find that out (narwhals' data frame tests), 15-20% of a one-row prediction
+        return
     try:
         from sklearn.utils.validation import _check_feature_names
     except ImportError:  # scikit-learn < 1.6: a BaseEstimator method

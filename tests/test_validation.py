@@ -283,6 +283,27 @@ def test_data_frame_column_names_are_recorded_and_checked(make):
     check_dataframe_column_names_consistency(type(est).__name__, make())
 
 
+def test_feature_name_check_without_names_on_either_side_is_skipped_but_still_warns():
+    """check_feature_names returns at once for an array or sparse matrix when the estimator has no
+    feature names (scikit-learn's check does nothing then); with names from a data frame fit, an array
+    or a CSR matrix still gets scikit-learn's warning."""
+    import warnings
+
+    pd = pytest.importorskip("pandas")
+    from gpusvm import SVC
+
+    X, y = _small_problem()
+    est = SVC(device="cpu").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.predict(X)
+        est.predict(sp.csr_matrix(X))
+    est.fit(pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])]), y)
+    for Q in (X, sp.csr_matrix(X), sp.csr_array(X)):
+        with pytest.warns(UserWarning, match="does not have valid feature names"):
+            est.predict(Q)
+
+
 @pytest.mark.parametrize("name", ["SVC", "DCSVC"])
 def test_degree_as_scikit_learn(name):
     """Any degree >= 0 is taken (scikit-learn's rule); the grams other than the polynomial one ignore
