@@ -185,3 +185,28 @@ def test_class_count_tables_are_kept_per_count_and_read_only():
         assert np.array_equal(ovo_predict(d, np.arange(k), np), np.argmax(votes, axis=1))
     for table in (*_ovr_tables(4), *_vote_tables(4)):
         assert not table.flags.writeable
+
+
+def test_gpu_models_keep_the_cache_per_device(gpu_backend):
+    """On the GPU: an SVC moved there and back, and a BudgetSVC whose ``device`` is changed after the fit
+    (it predicts where ``device`` says), rebuild their operands on the device they predict on."""
+    import cupy as cp
+
+    X, y = _digits()
+    m = SVC().fit(X, y)
+    expected = m.decision_function(X[:20])
+    m.to_device("gpu")
+    on_gpu = cp.asnumpy(m.decision_function(cp.asarray(X[:20])))
+    np.testing.assert_allclose(on_gpu, expected, rtol=0, atol=1e-9)
+    assert np.array_equal(cp.asnumpy(m.decision_function(cp.asarray(X[:20]))), on_gpu)
+    assert isinstance(m._predict_cache.operands.sqnorm(gpu_backend), cp.ndarray)
+    m.to_device("cpu")
+    assert np.array_equal(m.decision_function(X[:20]), expected)
+
+    b = BudgetSVC(budget=80, device="cpu", random_state=0).fit(X, y)
+    expected = b.decision_function(X[:20])
+    b.set_params(device="gpu")
+    np.testing.assert_allclose(cp.asnumpy(b.decision_function(X[:20])), expected, rtol=0, atol=1e-9)
+    assert b._predict_cache.operands.device_key == gpu_backend.device_key
+    b.set_params(device="cpu")
+    assert np.array_equal(b.decision_function(X[:20]), expected)
