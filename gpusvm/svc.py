@@ -96,8 +96,8 @@ class _SVOperands:
     squared norms (RBF), their gram-ready form (:func:`densify_for_gram`, float64) and the merge of
     their equal rows (:func:`gpusvm._dedupe.merge_equal_rows`). Built anew for one call, or kept on a
     fitted estimator by :func:`predict_operands`, so that a served model (many small predictions) does
-    not redo them in every call: they were 10-15% of a one-row predict. The values are those of the
-    computation per call, to the bit.
+    not redo them in every call (a one-row decision_function of SVC on 6,000 a9a rows, CSR: 0.31 ms, 0.12 ms
+    without them). The values are those of the computation per call, to the bit.
 
     ``sources``: the estimator's own arrays (attributes) the operands were built from, kept to key them
     by identity (see :meth:`matches`)."""
