@@ -101,13 +101,15 @@ def kkt_gap(be, y, alpha, G, C) -> float:
     return float(m - M)
 
 
-def dual_objective(be, alpha, G) -> float:
-    """D(alpha) = sum(alpha) - 1/2 alpha^T Q alpha computed from G = Q alpha - 1."""
+def dual_objective(be, alpha, G, *, on_device=False) -> float:
+    """D(alpha) = sum(alpha) - 1/2 alpha^T Q alpha computed from G = Q alpha - 1; ``on_device``: as a 0-d
+    array on ``be``, unread (to read with other values in one copy, e.g. :func:`bias`'s ``also``)."""
     xp = be.xp
-    return float(0.5 * xp.sum(alpha) - 0.5 * xp.dot(alpha, G))
+    d = 0.5 * xp.sum(alpha) - 0.5 * xp.dot(alpha, G)
+    return d if on_device else float(d)
 
 
-def bias(be, y, alpha, G, C) -> float:
+def bias(be, y, alpha, G, C, *, also=()):
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
     the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
 
@@ -117,27 +119,33 @@ def bias(be, y, alpha, G, C) -> float:
     (the pair-at-a-time solver reproduces LIBSVM's alphas, this too); counted as free, that
     one variable would set b to an end of the interval of optimal intercepts, where LIBSVM leaves it (see
     SVC's ``intercept_``).
+
+    ``also``: float64 0-d arrays on ``be`` to read in the same copy to the host (one GPU sync, not one
+    each); then returns ``(b, [their values as floats])``.
     """
     xp = be.xp
     yG = y * G
     at_up = alpha >= C * (1.0 - 1e-12)
     at_low = alpha <= C * 1e-12
     free = ~(at_up | at_low)
-    n_free = int(xp.count_nonzero(free))
+    # the count (exact in float64) and the sum in one copy to the host, not two scalar reads (GPU syncs)
+    h = be.to_host(xp.stack([xp.sum(free, dtype=xp.float64), xp.sum(xp.where(free, yG, 0.0)), *also]))
+    extra = [float(v) for v in h[2:]]
+    n_free = int(h[0])
     if n_free > 0:
-        rho = float(xp.sum(xp.where(free, yG, 0.0))) / n_free
+        rho = float(h[1]) / n_free
     else:
         pos = y > 0
         ub_mask = (at_up & ~pos) | (at_low & pos)
         lb_mask = (at_up & pos) | (at_low & ~pos)
-        ub = float(xp.min(xp.where(ub_mask, yG, xp.inf)))
-        lb = float(xp.max(xp.where(lb_mask, yG, -xp.inf)))
+        h = be.to_host(xp.stack([xp.min(xp.where(ub_mask, yG, xp.inf)), xp.max(xp.where(lb_mask, yG, -xp.inf))]))
+        ub, lb = float(h[0]), float(h[1])
         if not (ub < float("inf")):
             ub = lb
         if not (lb > -float("inf")):
             lb = ub
         rho = 0.5 * (ub + lb)
-    return -rho
+    return (-rho, extra) if also else -rho
 
 
 def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None, dtype=None):
@@ -192,19 +200,19 @@ CERTIFY_MAX_ENTRIES_CPU = 2**25
 EXACT_OBJECTIVE_MAX_SV_CPU = 4096
 
 
-def exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
+def exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20, *, on_device=False):
     """D(alpha) = sum(alpha) - 1/2 beta^T K beta (beta = y alpha) with float64 Gram values over the
     support vectors, in row chunks of at most ``max_bytes``.
 
     With float32 Gram rows the running gradient carries their rounding (about 1e-6 relative in D on
     a9a); this makes the reported objective exactly that of the returned coefficients, at the cost of
-    one pass over the n_sv x n_sv Gram matrix.
+    one pass over the n_sv x n_sv Gram matrix. ``on_device``: as a 0-d float64 array on ``be``, unread.
     """
     xp = be.xp
     sv = xp.nonzero(alpha > 0)[0]
     m = int(sv.shape[0])
     if m == 0:
-        return 0.0
+        return xp.zeros((), dtype=xp.float64) if on_device else 0.0
     beta = alpha[sv] * y[sv]
     Xs = be.take_rows(X, sv)
     sq = None if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[sv]
@@ -215,7 +223,8 @@ def exact_objective(be, X, y, alpha, spec, x_sqnorm, max_bytes=64 * 2**20):
         Kc = be.gram(be.take_rows(Xs, xp.arange(r0, r1)), Xs, spec,
                      x_sqnorm=None if sq is None else sq[r0:r1], y_sqnorm=sq, dtype=xp.float64)
         quad = quad + beta[r0:r1] @ (Kc @ beta)
-    return float(xp.sum(alpha) - 0.5 * quad)
+    d = xp.sum(alpha) - 0.5 * quad
+    return d if on_device else float(d)
 
 
 class Float32StopCheck:
@@ -259,15 +268,16 @@ class Float32StopCheck:
         self.polished, self.float32_rounds = True, rounds
         self.hits, self.misses = self.hits + cache.hits, self.misses + cache.misses
 
-    def objective(self, be, X, y, alpha, G, spec, x_sqnorm, gram_dtype):
+    def objective(self, be, X, y, alpha, G, spec, x_sqnorm, gram_dtype, *, on_device=False):
         """The objective to report: from ``G`` when it is exact (float64 rows, or a checked stop), else
         recomputed from float64 Gram values where affordable (on the GPU, on the CPU up to
-        :data:`EXACT_OBJECTIVE_MAX_SV_CPU` SVs), so that it is that of the returned alpha."""
+        :data:`EXACT_OBJECTIVE_MAX_SV_CPU` SVs), so that it is that of the returned alpha. ``on_device``: as
+        a 0-d float64 array on ``be``, unread."""
         xp = be.xp
         if xp.dtype(gram_dtype) != xp.float64 and not self.certified and (
                 be.is_gpu or int(xp.count_nonzero(alpha > 0)) <= EXACT_OBJECTIVE_MAX_SV_CPU):
-            return exact_objective(be, X, y, alpha, spec, x_sqnorm)
-        return dual_objective(be, alpha, G)
+            return exact_objective(be, X, y, alpha, spec, x_sqnorm, on_device=on_device)
+        return dual_objective(be, alpha, G, on_device=on_device)
 
     def info(self, cache) -> dict:
         return {"certified": self.certified, "float64_polish": self.polished,

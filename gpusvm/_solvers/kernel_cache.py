@@ -16,6 +16,14 @@ from collections import OrderedDict
 from .._backend.base import reserve_rows
 
 
+def _host_ints(be, idx):
+    """``idx`` as a list of Python ints: a device array in one copy to the host; a host list or tuple as it is,
+    without a round trip through the device (a solver that already read the indices passes them so)."""
+    if isinstance(idx, (list, tuple)):
+        return [int(i) for i in idx]
+    return [int(i) for i in be.to_host(be.xp.asarray(idx)).tolist()]
+
+
 class GramRowCache:
     """LRU cache of Gram rows of ``X`` on backend ``be``.
 
@@ -57,10 +65,10 @@ class GramRowCache:
     def rows(self, idx):
         """Gram rows ``K[idx, :]`` as a new (len(idx), n) array on the device.
 
-        ``idx`` may be a device array or a sequence of ints; duplicates are allowed.
+        ``idx`` may be a device array or a sequence of ints (no device round trip); duplicates are allowed.
         """
         be, xp = self.be, self.be.xp
-        idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
+        idx_host = _host_ints(be, idx)
         k = len(idx_host)
         if k == 0:
             return xp.empty((0, self.n), dtype=self.dtype)
@@ -120,10 +128,10 @@ class GramRowCache:
         ``self.store[slots[p]]`` is row ``idx[p]``, valid until the next call that may evict rows
         (``rows`` or ``resident``). Misses are computed together with one ``be.gram`` call and written
         straight into their slots. Returns None when the budget cannot hold all requested rows at once;
-        use :meth:`rows` then.
+        use :meth:`rows` then. ``idx`` as in :meth:`rows`.
         """
-        be, xp = self.be, self.be.xp
-        idx_host = [int(i) for i in be.to_host(xp.asarray(idx)).tolist()]
+        xp = self.be.xp
+        idx_host = _host_ints(self.be, idx)
         uniq = list(dict.fromkeys(idx_host))
         if self._store is None and len(uniq) <= self.capacity:
             self._reserve()  # (which may lower the capacity)

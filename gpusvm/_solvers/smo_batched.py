@@ -127,8 +127,9 @@ def _centered_for_rbf(be, X, x_sqnorm):
     """
     xp = be.xp
     mu = xp.mean(X, axis=0, dtype=xp.float64)
-    mu_sq = float(mu @ mu)
-    if not mu_sq > float(xp.mean(x_sqnorm)) - mu_sq:
+    h = be.to_host(xp.stack([mu @ mu, xp.mean(x_sqnorm).astype(xp.float64)]))  # (one sync for both)
+    mu_sq, sq_mean = float(h[0]), float(h[1])
+    if not mu_sq > sq_mean - mu_sq:
         return X, x_sqnorm
     Xc = X.astype(xp.float64) - mu
     return Xc, be.row_sqnorms(Xc, xp.float64)
@@ -239,9 +240,11 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         s_low = xp.where(low, s, xp.inf)
         i_top = xp.argmax(s_up)
         j_min = xp.argmin(s_low)
-        # the gap and how many alphas the last round moved, in the one sync of the check
-        h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64)]))
-        gap, n_moved = float(h[0]), int(h[1])
+        # the gap, how many alphas the last round moved and i_top (for the cache's bookkeeping, which
+        # would read it on its own), in the one sync of the check
+        h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64),
+                                 i_top.astype(xp.float64)]))
+        gap, n_moved, i_top_h = float(h[0]), int(h[1]), int(h[2])
         if verbose and rounds % every == 0:
             print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
         converged = not (gap > tol)
@@ -297,8 +300,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
         up_idx, up_ok = _top_k(xp, sc_up, k_up)
         taken[up_idx] |= up_ok  # the indices are distinct; no boolean mask (a host sync on the GPU)
-        slot_i = cache.resident(i_top.reshape(1))
-        row_i = (cache.rows(i_top.reshape(1))[0] if slot_i is None else cache.store[slot_i[0]]).astype(xp.float64)
+        slot_i = cache.resident([i_top_h])
+        row_i = (cache.rows([i_top_h])[0] if slot_i is None else cache.store[slot_i[0]]).astype(xp.float64)
         m = s_up[i_top]
         b = m - s
         a = diag[i_top] + diag - 2.0 * row_i
@@ -307,18 +310,24 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         sc_low = xp.where(low & ~taken, gain, neg_inf)
         sc_low[j_min] = xp.where(taken[j_min], neg_inf, xp.inf)
         low_idx, low_ok = _top_k(xp, sc_low, k_low)
-        # one boolean mask over both candidate lists (each mask costs a host sync on the GPU)
-        new = xp.concatenate([up_idx, low_idx])[xp.concatenate([up_ok, low_ok])]
-        B = xp.concatenate([kept, new])
-        n_new_prev = int(new.shape[0])
+        # the kept and candidate indices and which candidates are valid in one copy to the host, which
+        # filters them: the cache's bookkeeping reads the working set there anyway, and a device boolean
+        # mask would read its count first (two syncs a round on the GPU, one so)
+        cand = xp.concatenate([up_idx, low_idx])
+        nk, nc = int(kept.shape[0]), int(cand.shape[0])
+        h = be.to_host(xp.concatenate([kept, cand, xp.concatenate([up_ok, low_ok]).astype(xp.int64)]))
+        new_h = h[nk:nk + nc][h[nk + nc:] != 0]
+        B_list = h[:nk].tolist() + new_h.tolist()
+        B = xp.asarray(B_list, dtype=xp.int64)
+        n_new_prev = int(new_h.shape[0])
 
         # ---- Gram rows, local solve, global gradient update -------------------------------------
         # rows stay in the cache's store when the budget holds the working set (no q x n copies)
-        slots = cache.resident(B)
+        slots = cache.resident(B_list)
         if slots is not None:
             K_src, K_BB = cache.store, cache.store[slots[:, None], B[None, :]]
         else:
-            K_src = cache.rows(B)
+            K_src = cache.rows(B_list)
             K_BB = K_src[:, B]
         yB = y[B]
         aB = alpha[B]
@@ -337,9 +346,10 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         moved_prev = delta != 0
         rounds += 1
 
-    inner_steps = int(be.to_host(inner)[0])
-    obj = check.objective(be, X, y, alpha, G, spec, x_sqnorm, gdt)
-    b_ = bias(be, y, alpha, G, C)
+    # the objective and the local steps read with the intercept's sums (one sync on the GPU, not three)
+    obj = check.objective(be, X, y, alpha, G, spec, x_sqnorm, gdt, on_device=True)
+    b_, (obj, inner_steps) = bias(be, y, alpha, G, C, also=(obj, inner[0].astype(xp.float64)))
+    inner_steps = int(inner_steps)
     info = {
         "inner_steps": inner_steps,
         "rounds": rounds,
