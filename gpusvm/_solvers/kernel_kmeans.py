@@ -243,7 +243,11 @@ def _kmeanspp(be, K, diag, k, rng):
 def _lloyd(be, K, diag, k, rng, max_iter):
     """Kernel k-means (Lloyd iterations) on a precomputed m x m Gram block.
 
-    Returns (labels on the device, n_iter).
+    Returns (labels on the device, n_iter, the clusters' sizes as a host int array).
+
+    One copy to the host per iteration: the new cluster sizes (the next iteration's group boundaries)
+    with whether any label changed (the stop), not the boundaries, the sizes and the stop apart (three GPU
+    syncs an iteration). Re-seeding an empty cluster, which is rare, reads more.
     """
     xp = be.xp
     m = K.shape[0]
@@ -254,40 +258,45 @@ def _lloyd(be, K, diag, k, rng, max_iter):
     labels[seeds] = xp.arange(k)
     ar = xp.arange(m)
     n_iter = 0
+    counts_h = be.to_host(xp.bincount(labels, minlength=k))
     for it in range(max_iter):
         n_iter = it + 1
         counts = xp.bincount(labels, minlength=k)
         # group columns by cluster (stable order: by label, then by index)
         order = xp.argsort(labels * m + ar)
-        starts_dev = xp.concatenate([xp.zeros(1, dtype=counts.dtype), xp.cumsum(counts)])
-        starts = [int(s) for s in be.to_host(starts_dev).tolist()]
+        starts = [0]
+        for c in range(k):
+            starts.append(starts[-1] + int(counts_h[c]))
         sums = _group_sums(be, K[order], starts)  # (k, m): sum_{j in S_c} K[j, i] = K[i, j]
         safe = xp.maximum(counts, 1).astype(xp.float64)
         within = xp.bincount(labels, weights=sums[labels, ar], minlength=k)
         csq = within / (safe * safe)
         D = _distances_from_sums(be, sums, counts, csq).T + diag[:, None]
         new = xp.argmin(D, axis=1)
+        new_bc = xp.bincount(new, minlength=k)
+        h = be.to_host(xp.concatenate([new_bc, xp.stack([xp.any(new != labels).astype(new_bc.dtype)])]))
+        new_counts, changed = h[:k], bool(h[k])
         # re-seed empty clusters with the points farthest from their own cluster mean
-        new_counts = be.to_host(xp.bincount(new, minlength=k))
         empty = [c for c in range(k) if new_counts[c] == 0]
         if empty:
             far = D[ar, new]
             far_order = be.to_host(xp.argsort(-far)).tolist()
+            new_h = be.to_host(new).tolist()
             taken = 0
             for c in empty:
                 while taken < m:
                     i = far_order[taken]
                     taken += 1
-                    if new_counts[int(be.to_host(new[i]))] > 1:
-                        new_counts[int(be.to_host(new[i]))] -= 1
-                        new[i] = c
+                    if new_counts[new_h[i]] > 1:
+                        new_counts[new_h[i]] -= 1
+                        new[i] = new_h[i] = c
                         new_counts[c] = 1
                         break
-        changed = bool(xp.any(new != labels))
-        labels = new
+            changed = bool(xp.any(new != labels))
+        labels, counts_h = new, new_counts  # (new_counts are the sizes of the re-seeded labels)
         if not changed:
             break
-    return labels, n_iter
+    return labels, n_iter, counts_h
 
 
 def two_step_kernel_kmeans(be, X, spec, n_clusters, sample_size, rng, *, candidates=None, x_sqnorm=None,
@@ -373,10 +382,12 @@ def kernel_kmeans_sample(be, X, spec, n_clusters, sample_size, rng, *, candidate
     sqs = None if x_sqnorm is None else x_sqnorm[sample]
     K = be.gram(Xs, None, spec, x_sqnorm=sqs, dtype=xp.float64)
     diag = xp.diagonal(K).copy()
-    labels_s, n_iter = _lloyd(be, K, diag, k, rng, max_iter)
+    labels_s, n_iter, counts_h = _lloyd(be, K, diag, k, rng, max_iter)
     counts = xp.bincount(labels_s, minlength=k)
     order = xp.argsort(labels_s * m + xp.arange(m))
-    starts = [0] + [int(s) for s in be.to_host(xp.cumsum(counts)).tolist()]
+    starts = [0]
+    for c in range(k):  # (from the sizes _lloyd read, not another copy to the host)
+        starts.append(starts[-1] + int(counts_h[c]))
     sums = _group_sums(be, K[order], starts).T[order]
     lab_sorted = labels_s[order]
     within = xp.bincount(lab_sorted, weights=sums[xp.arange(m), lab_sorted], minlength=k)
