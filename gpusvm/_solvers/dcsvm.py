@@ -437,16 +437,22 @@ def batchable(solver) -> bool:
     return solver in _BATCH_MODES
 
 
-def _segment_bias(be, y, alpha, G, C, seg_id, sizes, starts):
+def _segment_free_sums(be, y, alpha, G, C, seg_id, nb):
+    """The (2, nb) device array of each segment's number of free variables (float64) and sum of y G over them,
+    for :func:`_segment_bias` (all segments in one pass)."""
+    xp = be.xp
+    free = (alpha > 0) & (alpha < C)
+    return xp.stack([xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb),
+                     xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)])
+
+
+def _segment_bias(be, y, alpha, G, C, sizes, starts, n_free, s_free):
     """Per-segment intercepts, as :func:`gpusvm._solvers._common.bias` computes each: the mean of y G over a
-    segment's free variables (all segments in one pass), or that function itself for a segment without."""
+    segment's free variables (``n_free`` and ``s_free``, host lists from :func:`_segment_free_sums`), or that
+    function itself for a segment without."""
     from ._common import bias
 
-    xp = be.xp
     nb = len(sizes)
-    free = (alpha > 0) & (alpha < C)
-    n_free = be.to_host(xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb)).tolist()
-    s_free = be.to_host(xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)).tolist()
     out = []
     for c in range(nb):
         if n_free[c] > 0:
@@ -513,9 +519,13 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
         a, G, steps, gap = be.local_smo_batched(K_flat, k_off, seg, yb, xp.concatenate(a_parts), Cb,
                                                 xp.concatenate(diag_parts), float(tol), cap, mode, pa_recent)
         seg_id = xp.repeat(xp.arange(len(chunk)), sizes)
-        b = _segment_bias(be, yb, a, G, Cb, seg_id, sizes, starts)
-        obj = be.to_host(xp.bincount(seg_id, weights=0.5 * a - 0.5 * a * G, minlength=len(chunk))).tolist()
-        steps_h = be.to_host(steps).tolist()
+        # the segments' free counts and sums (their intercepts), objectives and steps in one copy to the host
+        # (four GPU syncs apart; the steps are exact in float64)
+        n_free, s_free, obj, steps_h = be.to_host(xp.concatenate([
+            _segment_free_sums(be, yb, a, G, Cb, seg_id, len(chunk)),
+            xp.stack([xp.bincount(seg_id, weights=0.5 * a - 0.5 * a * G, minlength=len(chunk)),
+                      steps.astype(xp.float64)])])).tolist()
+        b = _segment_bias(be, yb, a, G, Cb, sizes, starts, n_free, s_free)
         for j, c in enumerate(chunk):
             lo, hi = seg[j], seg[j + 1]
             out[c] = {"alpha": a[lo:hi], "b": b[j], "objective": float(obj[j]), "n_iter": int(steps_h[j]),
@@ -523,14 +533,24 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
     return out
 
 
+def _cluster_sizes(be, y, labels, k):
+    """Host lists of each cluster's size and number of positive points, in one copy to the host."""
+    xp = be.xp
+    counts, n_pos = be.to_host(xp.stack([xp.bincount(labels, minlength=k).astype(xp.float64),
+                                         xp.bincount(labels, weights=(y > 0).astype(xp.float64), minlength=k)]))
+    return [int(v) for v in counts.tolist()], n_pos.tolist()
+
+
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
-               random_state, executor, worker_device, level, batch=None, x_sqnorm=None, cluster_jobs=None):
+               random_state, executor, worker_device, level, batch=None, x_sqnorm=None, cluster_jobs=None,
+               sizes=None):
     """Solve the k subproblems of one level; returns (new alpha, per-cluster results, per-cluster row
-    indices, number of clusters solved by the batched path)."""
+    indices, number of clusters solved by the batched path). ``sizes``: :func:`_cluster_sizes` when the
+    caller has them."""
     xp = be.xp
     n = int(y.shape[0])
     order = xp.argsort(labels * n + xp.arange(n))
-    counts = be.to_host(xp.bincount(labels, minlength=k)).tolist()
+    counts, n_pos = _cluster_sizes(be, y, labels, k) if sizes is None else sizes
     starts = [0]
     for c in range(k):
         starts.append(starts[-1] + int(counts[c]))
@@ -540,7 +560,6 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
     if executor is None and batch is not None:
         # clusters of two classes and at most batch["max_size"] points: all in one batched solve
         sizes = [starts[c + 1] - starts[c] for c in range(k)]
-        n_pos = be.to_host(xp.bincount(labels, weights=(y > 0).astype(xp.float64), minlength=k)).tolist()
         take = [c for c in range(k) if 2 <= sizes[c] <= batch["max_size"] and 0 < n_pos[c] < sizes[c]]
         if take:
             try:
@@ -614,19 +633,23 @@ def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, ca
 def _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha):
     xp = be.xp
     k = clustering.n_clusters
-    sv_parts, starts, biases = [], [0], []
+    solved = [c for c in range(k) if results[c] is not None]
+    starts, biases = [0], []
+    if solved:
+        # the support vectors of every solved cluster, cluster by cluster, with one boolean mask and their
+        # number per cluster in one copy (a mask per cluster read k counts on the host, k GPU syncs)
+        rows = xp.concatenate([idx[c] for c in solved])
+        seg = xp.repeat(xp.arange(len(solved)), [int(idx[c].shape[0]) for c in solved])
+        is_sv = alpha[rows] > 0
+        n_sv = be.to_host(xp.bincount(seg, weights=is_sv.astype(xp.float64), minlength=len(solved))).tolist()
+        sv_index = rows[is_sv]
+    else:
+        n_sv, sv_index = [], xp.zeros(0, dtype=xp.int64)
+    n_sv = dict(zip(solved, n_sv))
     for c in range(k):
         r = results[c]
-        if r is None:
-            biases.append(0.0)
-            starts.append(starts[-1])
-            continue
-        ic = idx[c]
-        sv = ic[alpha[ic] > 0]
-        sv_parts.append(sv)
-        starts.append(starts[-1] + int(sv.shape[0]))
-        biases.append(r["b"])
-    sv_index = xp.concatenate(sv_parts) if sv_parts else xp.zeros(0, dtype=xp.int64)
+        starts.append(starts[-1] + (int(n_sv[c]) if r is not None else 0))
+        biases.append(r["b"] if r is not None else 0.0)
     return LocalModels(level=level, clustering=clustering, sv_X=be.take_rows(X, sv_index),
                        sv_sqnorm=None if x_sqnorm is None else x_sqnorm[sv_index],
                        sv_coef=alpha[sv_index] * y[sv_index], sv_index=sv_index, sv_starts=starts,
@@ -794,10 +817,11 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         largest_sample = max(clustering.starts[c + 1] - clustering.starts[c] for c in range(kl))
         # (of two clusters, one always holds half)
         dominant = stop == 0 and max_cluster_share < 1.0 and kl > 2
-        labels, largest = None, None
+        labels, largest, sizes = None, None, None
         if not (dominant and largest_sample > max_cluster_share * m_s):
             labels = assign_clusters(be, clustering, X, x_sqnorm=x_sqnorm)
-            largest = int(xp.max(xp.bincount(labels, minlength=kl)))
+            sizes = _cluster_sizes(be, y, labels, kl)  # (read once, for the level's solves too)
+            largest = max(sizes[0])
         be.sync()
         t1 = time.perf_counter()
         if labels is None or (dominant and largest > max_cluster_share * n):
@@ -817,7 +841,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
             worker_device=worker_device, level=level, batch=batch_cfg, x_sqnorm=x_sqnorm,
-            cluster_jobs=cluster_jobs)
+            cluster_jobs=cluster_jobs, sizes=sizes)
         be.sync()
         t2 = time.perf_counter()
         models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
@@ -828,11 +852,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         n_stalled += sum(bool(r.get("stalled", False)) for r in solved)
         acc = None
         if all(r["decision"] is not None for r in solved):
-            correct = 0
-            for c, r in enumerate(results):
-                if r is not None:
-                    correct += int(xp.count_nonzero((r["decision"] > 0) == (y[idx[c]] > 0)))
-            acc = correct / n
+            # summed on the device and read once (a read per cluster is a GPU sync per cluster)
+            correct = sum(xp.count_nonzero((r["decision"] > 0) == (y[idx[c]] > 0))
+                          for c, r in enumerate(results) if r is not None)
+            acc = int(correct) / n
         info = {"level": level, "n_clusters": kl, "time_cluster_s": t1 - t0, "time_solve_s": t2 - t1,
                 "time_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                 "n_sv": int(xp.count_nonzero(alpha > 0)),
