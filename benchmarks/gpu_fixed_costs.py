@@ -10,10 +10,11 @@ in this process only (the library is not changed), with counters:
 
 * **host syncs**: every device -> host transfer: ``ndarray.get`` (so ``cupy.asnumpy`` and ``be.to_host``),
   cupyx ``csr_matrix.get``, and ``float()``/``int()``/``bool()``/``operator.index()``/``.item()``/``.tolist()`` of
-  a device array, ``be.sync()`` (``Device.synchronize``); and the implicit ones, where CuPy reads a count on the host to size a result: indexing with a
-  boolean device mask (``x[mask]``), ``nonzero``/``flatnonzero``/``argwhere``/``unique``/``compress``/``extract``
-  (assignments through a mask, ``x[mask] = v``, are not counted as syncs). The emulator's reductions and scalar indexing return NumPy scalars where CuPy returns 0-d device
-  arrays; here they return 0-d device arrays, as CuPy's, so that reading one on the host is counted.
+  a device array, ``be.sync()`` (``Device.synchronize``); and the implicit ones, where CuPy reads a count on
+  the host to size a result: indexing with a boolean device mask (``x[mask]``), ``nonzero``, ``flatnonzero``,
+  ``argwhere``, ``unique``, ``compress``, ``extract`` (assignments through a mask, ``x[mask] = v``, are not
+  counted as syncs). The emulator's reductions and scalar indexing return NumPy scalars where CuPy returns 0-d
+  device arrays; here they return 0-d device arrays, as CuPy's, so that reading one on the host is counted.
 * **kernel launches**: calls of a ``RawKernel`` (the library's CUDA kernels), by kernel name.
 * **array ops**: calls of CuPy functions (``cupy.X``), ufuncs and operators on device arrays, the array methods
   that run a kernel (``astype``, ``copy``, reductions, ``argsort``, ...), fancy indexing and every assignment
@@ -389,6 +390,59 @@ def _print(res):
     print(flush=True)
 
 
+ASSUMED_SYNC_US = (10, 50)  # an ASSUMPTION for a real GPU, not measured here
+
+
+def _git(*args):
+    import subprocess
+
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+
+
+def _markdown(meta, before, after, same):
+    b = {r["case"]: r for r in before}
+    lines = [
+        "# GPU fits' fixed costs, COUNTED on the CPU emulator (tests/cudasim): not GPU timings",
+        "",
+        "Every number below is a count made on the CPU emulator of the GPU path (a stand-in `cupy` over NumPy, CUDA "
+        "kernels compiled with g++), by `benchmarks/gpu_fixed_costs.py`; none is a time measured on a GPU. The counts "
+        "are what the same code would issue on a GPU with CuPy: device->host reads (syncs), raw-kernel launches, "
+        "CuPy array-op calls (each about one CuPy kernel, approximate) and host->device copies. Emulator wall times "
+        "in the JSON say nothing about a GPU.",
+        "",
+        f"Before: commit {meta['before_commit']}; after: commit {meta['after_commit']}. Command: `{meta['command']}`.",
+        "",
+        f"**Assumption (not measured):** on a real GPU a host sync costs roughly {ASSUMED_SYNC_US[0]}-"
+        f"{ASSUMED_SYNC_US[1]} us and a kernel launch or CuPy op roughly 5-10 us. The 'assumed saving' column "
+        "multiplies the removed syncs by that range only; it is not a measurement.",
+        "",
+        "| case | host syncs before | after | kernel launches before | after | array ops before | after | "
+        "h2d copies before | after | assumed saving (syncs x 10-50 us) | models identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in after:
+        r0 = b[r["case"]]
+        d = r0["host_syncs"] - r["host_syncs"]
+        lo, hi = (d * u / 1000 for u in ASSUMED_SYNC_US)
+        lines.append(f"| {r['case']} | {r0['host_syncs']} | {r['host_syncs']} | {r0['kernel_launches']} | "
+                     f"{r['kernel_launches']} | {r0['array_ops']} | {r['array_ops']} | {r0['h2d_copies']} | "
+                     f"{r['h2d_copies']} | ~{lo:.1f}-{hi:.1f} ms (assumed) | {same.get(r['case'], '-')} |")
+    lines += ["", "Cases:", ""]
+    lines += [f"* `{r['case']}`: {r['description']} ({r['n_train']} rows)" for r in after]
+    for r in after:
+        r0 = b[r["case"]]
+        lines += ["", f"## {r['case']}", "",
+                  f"Syncs by kind, before: {r0['syncs_by_kind']}; after: {r['syncs_by_kind']}.",
+                  "", f"Kernel launches by kernel (after): {r['launches_by_kernel']}.", "",
+                  "| top sync sites before | count | top sync sites after | count |", "|---|---|---|---|"]
+        s0, s1 = r0["top_sync_sites"][:12], r["top_sync_sites"][:12]
+        for i in range(max(len(s0), len(s1))):
+            a = f"`{s0[i]['what']}` {s0[i]['site']} | {s0[i]['count']}" if i < len(s0) else " | "
+            c = f"`{s1[i]['what']}` {s1[i]['site']} | {s1[i]['count']}" if i < len(s1) else " | "
+            lines.append(f"| {a} | {c} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default=",".join(CASES))
@@ -396,6 +450,10 @@ def main(argv=None):
     ap.add_argument("--save", default=None, help="write every case's model arrays to this .npz")
     ap.add_argument("--compare", default=None, help="compare every case's model arrays with this .npz")
     ap.add_argument("--json", default=None, help="write the counts to this JSON file")
+    ap.add_argument("--before", default=None, help="the --json of a run before the changes: with --results, "
+                    "write benchmarks/results/<results>.{json,md} comparing the two")
+    ap.add_argument("--before-commit", default="?")
+    ap.add_argument("--results", default=None, help="stem of the results files (with --before)")
     args = ap.parse_args(argv)
     results, arrays = [], {}
     for case in args.cases.split(","):
@@ -406,13 +464,30 @@ def main(argv=None):
             arrays[f"{case}/{k}"] = v
     if args.save:
         np.savez(args.save, **arrays)
+    same = {}
     if args.compare:
         ref = np.load(args.compare)
         for k, v in arrays.items():
-            same = k in ref and ref[k].shape == v.shape and np.array_equal(ref[k], v)
-            print(f"compare {k}: {'identical' if same else 'DIFFERENT'}")
+            ok = k in ref and ref[k].shape == v.shape and np.array_equal(ref[k], v)
+            print(f"compare {k}: {'identical' if ok else 'DIFFERENT'}")
+            case = k.split("/")[0]
+            same[case] = same.get(case, True) and ok
+        same = {c: "yes" if ok else "NO" for c, ok in same.items()}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.before and args.results:
+        before = json.loads(Path(args.before).read_text())
+        dirty = " (plus uncommitted changes)" if _git("status", "--porcelain", "--untracked-files=no") else ""
+        meta = {"before_commit": args.before_commit, "after_commit": _git("rev-parse", "--short", "HEAD") + dirty,
+                "command": "python benchmarks/gpu_fixed_costs.py "
+                           + " ".join(argv if argv is not None else sys.argv[1:]),
+                "device": "CPU emulator (tests/cudasim), not a GPU", "assumed_sync_us": list(ASSUMED_SYNC_US),
+                "models_identical": same,
+                "what_identical_means": "dual_coef_, intercept_, support_ (and DC-SVM's local models and level "
+                                        "records; k-means labels) equal bit for bit to the before run's"}
+        out = ROOT / "benchmarks" / "results" / args.results
+        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "before": before, "after": results}, indent=1))
+        out.with_suffix(".md").write_text(_markdown(meta, before, results, same))
     return results
 
 
