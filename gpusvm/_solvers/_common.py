@@ -74,12 +74,12 @@ def early_stop_causes(n_unconverged, n_stalled, max_iter, tol) -> tuple[str, str
 
 def up_low_masks(be, y, alpha, C):
     """Boolean masks of I_up and I_low."""
+    xp = be.xp
     pos = y > 0
     below = alpha < C
     above = alpha > 0
-    up = (pos & below) | (~pos & above)
-    low = (pos & above) | (~pos & below)
-    return up, low
+    # (pos & below) | (~pos & above) and its mirror, in 2 ops instead of 7 (each a kernel launch on the GPU)
+    return xp.where(pos, below, above), xp.where(pos, above, below)
 
 
 def kkt_extremes(be, y, alpha, G, C):
