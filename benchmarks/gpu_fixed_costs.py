@@ -399,6 +399,44 @@ def _git(*args):
     return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
 
+_NOTES = """
+## What was cut, and what stays (why)
+
+Cut (commits after e77d200; every model bit-identical under the emulator, and the CPU path bit-identical too):
+
+* batched SMO round: 4 reads -> 2 (i_top rides with the gap check; the working set's candidates come to the host
+  in one copy and are filtered there instead of by a device boolean mask read before the cache read the set);
+  end of a solve: 3 -> 1 (objective and local-step count read with the intercept's sums); `_centered_for_rbf`
+  2 -> 1; float32 Gram error measure 7 (3 masks + 4 scalars) -> 2;
+* kernel k-means: 3 reads per Lloyd iteration -> 1 (sizes and stop in one copy, boundaries summed on the host);
+* DC-SVM levels: per-cluster support-vector masks and accuracy reads (2 per cluster) -> 2 per level; sizes and
+  positive counts read once; the batched cluster solve's four reads -> 1;
+* `up_low_masks`: 7 boolean ops -> 2 `where` (array ops, once per SMO round).
+
+Stays, and why:
+
+* the batched SMO's 2 reads per round: the stop test needs the gap on the host, and the Gram-row cache keeps its
+  LRU bookkeeping on the host, so it needs the working set's indices there (moving the bookkeeping to the device
+  would be a new kernel);
+* k-means++ seeding (k - 1 reads per clustering): each seed is drawn on the host from the NumPy generator, with
+  weights from the device distances, so that CPU and GPU fits with the same random_state pick the same points;
+* one read per Lloyd iteration: the stop test and the next iteration's group boundaries;
+* per solve: the float32 check (`resolve_gram_dtype`, 1 + the Gram error measure's 2), the float32 stop's
+  certification (`exact_gradient`: the support vectors' count, 1, and the gap, 1), the solve's final read (1),
+  the model's coefficients to the host (1); each decides what the solver does next or is the result;
+* `be.sync()` in DC-SVM: the level timings (`levels_`) need the device idle at each split.
+
+* h2d copies rose by one per SMO round: the working set's indices go back to the device after the host filtered
+  them (q int64 values). Whether such a small copy from pageable host memory waits for the device depends on
+  CUDA's staging; not measured here, so it is counted apart from the syncs.
+
+What the counts do not say: how long any of this takes on a GPU. The digits fit issues roughly 540 CuPy array
+ops and 13 raw-kernel launches per class pair against about 17 host reads after the cuts (34 before), so at the
+assumed per-op and per-sync costs the array ops, not the syncs, would be the larger fixed cost; fusing a
+round's elementwise ops into one kernel is the next step, and needs a GPU to validate.
+"""
+
+
 def _markdown(meta, before, after, same):
     b = {r["case"]: r for r in before}
     lines = [
@@ -440,7 +478,7 @@ def _markdown(meta, before, after, same):
             a = f"`{s0[i]['what']}` {s0[i]['site']} | {s0[i]['count']}" if i < len(s0) else " | "
             c = f"`{s1[i]['what']}` {s1[i]['site']} | {s1[i]['count']}" if i < len(s1) else " | "
             lines.append(f"| {a} | {c} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + _NOTES
 
 
 def main(argv=None):
