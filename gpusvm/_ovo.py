@@ -127,13 +127,21 @@ def _ovr_tables(k):
 # BLAS on one thread, 2**15 to 2**17 were as fast as all rows at once or faster (3 to 100 classes, 2,000 to 200,000
 # rows); 2**18 and up met OpenBLAS's threaded product on the shared 2-core machine (several times slower there)
 _VOTE_BLOCK = 1 << 16
+# ovo_predict counts the votes by a product with a (n_pairs, k) table up to this many classes, by a count of
+# each pair's winner above: the table and the product grow as k**3 (k = 1,000: a 4 GB table, and 500 million
+# multiply-adds per row), the count as k**2. Per block of rows the product was faster up to about 100 classes
+# (ten: 0.2 against 1.2 ms), the count beyond (200 classes: 9x)
+_VOTE_PRODUCT_MAX_CLASSES = 100
 
 
 @functools.lru_cache(maxsize=64)
 def _vote_tables(k):
     """:func:`ovo_predict`'s tables for ``k`` classes, made once per class count: the pairs' classes a < b
-    in the order of the decision columns, and their +1 (a) / -1 (b) columns (n_pairs, k); read-only."""
+    in the order of the decision columns, and their +1 (a) / -1 (b) columns (n_pairs, k), None above
+    :data:`_VOTE_PRODUCT_MAX_CLASSES` classes; read-only."""
     a, b = np.triu_indices(k, 1)
+    if k > _VOTE_PRODUCT_MAX_CLASSES:
+        return (*_read_only(a, b), None)
     sign = np.zeros((a.shape[0], k))
     sign[np.arange(a.shape[0]), a] = 1.0
     sign[np.arange(a.shape[0]), b] = -1.0
@@ -150,7 +158,7 @@ def ovo_predict(dec, classes, lib, tie_order=None):
     k = len(classes)
     rank = np.arange(k) if tie_order is None else np.argsort(np.asarray(tie_order))  # class -> place in order
     listed = None if tie_order is None else np.asarray(tie_order)
-    a, b, sign = _vote_tables(k)  # the pairs a < b in the order of dec's columns, and their signs
+    a, b, sign = _vote_tables(k)  # the pairs a < b in the order of dec's columns, and their signs (or None)
     first = rank[a] < rank[b]  # (False: a flipped pair, a is LIBSVM's second)
     # class c's votes: its pairs as a that vote for a, plus its c pairs as b (with every a < c) that do not,
     # counted by one product with the pairs' +1 (a) / -1 (b) columns (whole numbers: exact in float64);
@@ -162,7 +170,12 @@ def ovo_predict(dec, classes, lib, tie_order=None):
     step = max(1, _VOTE_BLOCK // max(int(a.shape[0]), 1))
     for s0 in range(0, d.shape[0], step):
         ds = d[s0:s0 + step]
-        votes = np.where(first, ds > 0, ds >= 0) @ sign + np.arange(k)
+        pos = np.where(first, ds > 0, ds >= 0)
+        if sign is not None:
+            votes = pos @ sign + np.arange(k)
+        else:  # many classes: each row's count of the pairs each class wins (see _VOTE_PRODUCT_MAX_CLASSES)
+            won = np.where(pos, a, b) + (np.arange(ds.shape[0]) * k)[:, None]
+            votes = np.bincount(won.ravel(), minlength=ds.shape[0] * k).reshape(ds.shape[0], k)
         idx[s0:s0 + step] = np.argmax(votes, axis=1) if listed is None else listed[np.argmax(votes[:, listed], axis=1)]
     return to_input_library(classes[idx], lib)
 

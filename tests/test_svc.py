@@ -273,7 +273,7 @@ def test_blas_controller_is_built_once_until_modules_are_imported(monkeypatch):
     assert parallel._blas_controller() is not first
 
 
-@pytest.mark.parametrize("k", [2, 3, 6])
+@pytest.mark.parametrize("k", [2, 3, 6, 120])
 def test_ovo_predict_counts_libsvms_votes(k):
     """The vote of every pair (a, b) counted at once is LIBSVM's loop over the pairs: dec > 0 votes for a,
     else for b; with a label order in which b comes first, dec >= 0 for a; ties to the first in order."""
@@ -316,6 +316,20 @@ def test_ovo_predict_votes_in_blocks_of_rows(monkeypatch):
         whole = _ovo.ovo_predict(dec[:1000], classes, "numpy", order)
         monkeypatch.setattr(_ovo, "_VOTE_BLOCK", 7 * dec.shape[1])  # blocks of 7 rows, the last one shorter
         np.testing.assert_array_equal(_ovo.ovo_predict(dec[:1000], classes, "numpy", order), whole)
+
+
+def test_ovo_predict_with_many_classes_counts_winners_without_a_pairs_by_classes_table():
+    """Above _VOTE_PRODUCT_MAX_CLASSES classes the vote counts each pair's winner: the product's table of the
+    pairs' +1 / -1 columns is n_pairs x k (k = 300: 107 MB for a two-row prediction, k = 1,000: 4 GB) and its
+    work k**3 per row. (Votes against LIBSVM's loop: test_ovo_predict_counts_libsvms_votes, k = 120.)"""
+    from gpusvm import _ovo
+
+    k = 300
+    dec = np.random.default_rng(0).normal(size=(2, k * (k - 1) // 2))
+    _ovo._vote_tables.cache_clear()
+    labels, peak = traced_peak(lambda: _ovo.ovo_predict(dec, np.arange(k), "numpy"))
+    assert peak < 20 * 2**20
+    assert labels.shape == (2,)
 
 
 @pytest.mark.parametrize("k", [3, 4, 10])
