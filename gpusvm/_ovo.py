@@ -7,10 +7,12 @@ favours class a).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
 
+from ._parallel import single_blas_thread
 from ._validation import to_input_library, to_numpy
 
 
@@ -124,14 +126,17 @@ def _ovr_tables(k):
 
 
 # values of dec (rows x pairs) that ovo_predict votes on at once (its temporaries: about 11 bytes a value). With
-# BLAS on one thread, 2**15 to 2**17 were as fast as all rows at once or faster (3 to 100 classes, 2,000 to 200,000
-# rows); 2**18 and up met OpenBLAS's threaded product on the shared 2-core machine (several times slower there)
+# BLAS on one thread (_VOTE_ONE_THREAD_WORK), blocks of 2**15 to 2**17 were as fast as all rows at once or
+# faster (3 to 100 classes, 2,000 to 200,000 rows)
 _VOTE_BLOCK = 1 << 16
 # ovo_predict counts the votes by a product with a (n_pairs, k) table up to this many classes, by a count of
 # each pair's winner above: the table and the product grow as k**3 (k = 1,000: a 4 GB table, and 500 million
 # multiply-adds per row), the count as k**2. Per block of rows the product was faster up to about 100 classes
 # (ten: 0.2 against 1.2 ms), the count beyond (200 classes: 9x)
 _VOTE_PRODUCT_MAX_CLASSES = 100
+# multiply-adds (rows x pairs x classes) of the vote products above which they run with BLAS on one thread
+# (OpenBLAS threads a product from 65,536 x GEMM_MULTITHREAD_THRESHOLD = 4 of them on)
+_VOTE_ONE_THREAD_WORK = 1 << 18
 
 
 @functools.lru_cache(maxsize=64)
@@ -168,15 +173,21 @@ def ovo_predict(dec, classes, lib, tie_order=None):
     # (ten classes, 200,000 rows: 93 MB beside the 69 MB dec, where the pair loop held 19 MB)
     idx = np.empty(d.shape[0], dtype=np.intp)
     step = max(1, _VOTE_BLOCK // max(int(a.shape[0]), 1))
-    for s0 in range(0, d.shape[0], step):
-        ds = d[s0:s0 + step]
-        pos = np.where(first, ds > 0, ds >= 0)
-        if sign is not None:
-            votes = pos @ sign + np.arange(k)
-        else:  # many classes: each row's count of the pairs each class wins (see _VOTE_PRODUCT_MAX_CLASSES)
-            won = np.where(pos, a, b) + (np.arange(ds.shape[0]) * k)[:, None]
-            votes = np.bincount(won.ravel(), minlength=ds.shape[0] * k).reshape(ds.shape[0], k)
-        idx[s0:s0 + step] = np.argmax(votes, axis=1) if listed is None else listed[np.argmax(votes[:, listed], axis=1)]
+    # BLAS on one thread for products that OpenBLAS would thread (M N K above 2**18): threaded, these short
+    # products ran up to 100x slower on the shared 2-core machine (40 classes, 20,000 rows: 0.4-0.7 s in
+    # blocks, 0.17-0.2 s at once, 0.055 s on one thread; 64 classes, 5,000 rows: 0.3-12.9 s against 0.07-0.1 s)
+    one_thread = sign is not None and d.size * k > _VOTE_ONE_THREAD_WORK
+    with single_blas_thread() if one_thread else contextlib.nullcontext():
+        for s0 in range(0, d.shape[0], step):
+            ds = d[s0:s0 + step]
+            pos = np.where(first, ds > 0, ds >= 0)
+            if sign is not None:
+                votes = pos @ sign + np.arange(k)
+            else:  # many classes: each row's count of the pairs each class wins (see _VOTE_PRODUCT_MAX_CLASSES)
+                won = np.where(pos, a, b) + (np.arange(ds.shape[0]) * k)[:, None]
+                votes = np.bincount(won.ravel(), minlength=ds.shape[0] * k).reshape(ds.shape[0], k)
+            best = np.argmax(votes if listed is None else votes[:, listed], axis=1)
+            idx[s0:s0 + step] = best if listed is None else listed[best]
     return to_input_library(classes[idx], lib)
 
 

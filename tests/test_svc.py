@@ -332,6 +332,32 @@ def test_ovo_predict_with_many_classes_counts_winners_without_a_pairs_by_classes
     assert labels.shape == (2,)
 
 
+def test_ovo_predict_products_run_with_blas_on_one_thread(monkeypatch):
+    """Threaded, OpenBLAS ran the vote's short products up to 100x slower on the shared 2-core machine (64
+    classes, 5,000 rows: up to 12.9 s against 0.07 s on one thread): products OpenBLAS would thread run
+    inside single_blas_thread; a one-row prediction's does not pay for the limit."""
+    import contextlib
+
+    from gpusvm import _ovo
+
+    entered = []
+    real = _ovo.single_blas_thread
+
+    @contextlib.contextmanager
+    def spy():
+        entered.append(True)
+        with real():
+            yield
+
+    monkeypatch.setattr(_ovo, "single_blas_thread", spy)
+    k = 10
+    dec = np.random.default_rng(0).normal(size=(2000, k * (k - 1) // 2))
+    many = _ovo.ovo_predict(dec, np.arange(k), "numpy")
+    assert entered == [True]
+    assert _ovo.ovo_predict(dec[:1], np.arange(k), "numpy")[0] == many[0]
+    assert entered == [True]
+
+
 @pytest.mark.parametrize("k", [3, 4, 10])
 def test_ovr_decision_is_sklearns_to_the_bit(k):
     """decision_function_shape="ovr" counts votes and sums confidences class by class in scikit-learn's order,
