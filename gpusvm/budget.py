@@ -122,7 +122,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
     support_vectors_ : ndarray of shape (n_SV, n_features)
-        The merged support vectors of all binary problems, stacked.
+        The merged support vectors of all binary problems, stacked. Read-only for NumPy from the first
+        prediction on, as ``dual_coef_``: prediction keeps values derived from them (assign new arrays to
+        change the model, do not edit them in place).
     dual_coef_ : ndarray of shape (n_problems, n_SV)
         Signed coefficient of each support vector in each binary problem (zero for the SVs of other
         problems); n_problems = 1 for two classes, else n_classes.

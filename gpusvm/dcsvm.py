@@ -245,6 +245,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
     support_ : array of shape (n_SV,)
         Indices of the support vectors, grouped by class.
     support_vectors_ : {array, CSR matrix} of shape (n_SV, n_features)
+        Read-only for NumPy from the first prediction on, as :class:`~gpusvm.SVC`'s (assign, do not edit).
     dual_coef_ : array of shape (n_classes - 1, n_SV)
         Signed coefficients in LIBSVM's layout (for two classes, > 0 pushes towards ``classes_[1]``).
     intercept_ : array of shape (n_classes * (n_classes - 1) / 2,)

@@ -178,7 +178,13 @@ def predict_operands(est, be, sources, build):
     """The :class:`_SVOperands` of the fitted estimator ``est`` for its arrays ``sources`` (e.g.
     ``support_vectors_`` and the coefficients) on ``be``, kept in its :class:`PredictCache`; built by
     ``build()``, which returns ``(SV, coef)`` on ``be``, when there are none or they were built from other
-    arrays (a model whose ``support_vectors_`` were assigned by hand) or for another device."""
+    arrays (a model whose ``support_vectors_`` were assigned by hand) or for another device.
+
+    Dense NumPy ``sources`` are made read-only when the operands are built from them: the operands (the
+    squared norms above all) would not follow an edit in place, and prediction would then mix the edited
+    vectors with the old norms. An edit in place now raises NumPy's "assignment destination is read-only";
+    assigning new arrays changes the model. (CuPy arrays and the arrays of a CSR matrix have no such flag;
+    the estimators' docstrings say to assign, not edit.)"""
     box = est.__dict__.get("_predict_cache")
     if box is None:  # (a model pickled before the cache existed, or put together by hand)
         box = est._predict_cache = PredictCache()
@@ -186,6 +192,9 @@ def predict_operands(est, be, sources, build):
     if ops is None or not ops.matches(be, sources):
         SV, coef = build()
         ops = box.operands = _SVOperands(be, SV, coef, sources=sources)
+        for src in sources:
+            if type(src) is np.ndarray:
+                src.flags.writeable = False
     return ops
 
 
@@ -428,7 +437,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         Dense after a dense fit; a CSR matrix (``scipy.sparse.csr_matrix``, or
         ``cupyx.scipy.sparse.csr_matrix`` after a GPU fit) after a sparse fit, as sklearn. Rows of X as
         given: float32 after a float32 fit (sklearn converts X to float64 first), float64 otherwise;
-        decision values are float64 either way.
+        decision values are float64 either way. Prediction keeps values derived from them (squared
+        norms): a NumPy array becomes read-only at the first prediction; to change the model, assign a
+        new array rather than editing it in place (which CuPy and CSR arrays would not refuse).
     dual_coef_ : {ndarray, CSR matrix} of shape (n_classes - 1, n_SV)
         LIBSVM's one-vs-one layout (as sklearn). After a sparse fit a CSR matrix of the same types as
         ``support_vectors_`` that stores every entry, zeros included (sklearn's layout).

@@ -210,3 +210,19 @@ def test_gpu_models_keep_the_cache_per_device(gpu_backend):
     assert b._predict_cache.operands.device_key == gpu_backend.device_key
     b.set_params(device="cpu")
     assert np.array_equal(b.decision_function(X[:20]), expected)
+
+
+@pytest.mark.parametrize("make", ["svc", "budget"])
+def test_edit_in_place_after_a_prediction_is_refused_not_silently_stale(make):
+    """The cache's squared norms do not follow an edit in place of the support vectors: ``m.support_vectors_
+    *= 2`` after a prediction gave decision values neither of the old model nor of the edited one (1.9 off).
+    The arrays the cache was built from are now read-only; assigning a new array still changes the model."""
+    X, y = _digits()
+    m = SVC().fit(X, y) if make == "svc" else BudgetSVC(budget=50, random_state=0).fit(X, y)
+    m.support_vectors_[0, 0] = m.support_vectors_[0, 0]  # writable before the first prediction, as sklearn's
+    m.decision_function(X[:3])
+    with pytest.raises(ValueError, match="read-only"):
+        m.support_vectors_ *= 2
+    m.support_vectors_ = m.support_vectors_ * 2
+    assert np.array_equal(m.decision_function(X[:3]), _fresh(m, X[:3]))
+    assert m.fit(X, y).support_vectors_.flags.writeable  # a new fit, new arrays
