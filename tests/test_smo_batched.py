@@ -383,6 +383,26 @@ def test_grad_update_rows(backend, dtype):
     np.testing.assert_allclose(backend.to_host(Gd), expect, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_block(backend, dtype):
+    """The block M[rows][:, cols] of a cache store (ALFPGM's K_BB), repeated indices included."""
+    rng = np.random.default_rng(5)
+    M = rng.random((40, 77)).astype(dtype)
+    rows = np.array([5, 0, 39, 12, 5])
+    cols = np.array([76, 3, 3, 0, 40, 11])
+    out = backend.take_block(backend.asarray(M), backend.asarray(rows), backend.asarray(cols))
+    assert out.dtype == dtype and out.shape == (5, 6)
+    np.testing.assert_array_equal(backend.to_host(out), M[rows][:, cols])
+
+
+def test_take_block_refuses_indices_out_of_range():
+    M = np.zeros((4, 6), np.float32)
+    with pytest.raises(IndexError, match="cols"):
+        CPU.take_block(M, np.array([0, 3]), np.array([1, 6]))
+    with pytest.raises(IndexError, match="rows"):
+        CPU.take_block(M, np.array([-1]), np.array([1]))
+
+
 def test_svc_estimator_batched(data_dir):
     """The SVC estimator with decomposition="batched" (skipped until the estimator offers it)."""
     try:

@@ -428,7 +428,7 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         """K[idx][:, cols] (float32/64) and the row source for the gradient update, kept in the cache."""
         slots = cache.resident(idx)
         if slots is not None:
-            return cache.store[slots[:, None], cols[None, :]], cache.store, slots
+            return be.take_block(cache.store, slots, cols), cache.store, slots
         rows = cache.rows(idx)
         return rows[:, cols], rows, None
 

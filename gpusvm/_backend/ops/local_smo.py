@@ -11,6 +11,12 @@
     skipping rows whose coefficient is zero. GPU: ``grad_update_rows`` in ``kernels/smo_local.cu``
     (one thread per column, coalesced reads of the rows); CPU twin: a Numba loop.
 
+``take_block``
+    ``M[rows][:, cols]``, a block of cached Gram rows (``rows``: slots of a cache's store, ``cols``: the
+    working set), as a new array. CPU: a Numba loop, 3-4x NumPy's two-index gather
+    ``M[rows[:, None], cols[None, :]]`` (400 x 400 out of a 5,000 x 10,000 float32 store: 0.7-1.2 ms
+    against 4.2-4.7 ms); GPU: that gather in CuPy. The same values.
+
 The local algorithm (identical in both versions, so that the GPU test can compare them)
 -----------------------------------------------------------------------------------------
 Notation as in :mod:`gpusvm._solvers._common`: ``s_t = -y_t G_t``, ``I_up``, ``I_low``. A step on the pair
@@ -519,6 +525,47 @@ def local_smo_batched_gpu(be, K_flat, k_off, seg, y, alpha, C, diag, eps, max_st
             cp.int32(_steps_cap(max_steps)), cp.int32(int(mode)), cp.int32(min(max(int(pa_recent), 1), 3)),
             f64(float(eta)), cp.int32(smem_q), steps, gap), shared_mem=5 * 8 * smem_q)
     return a, G, steps, gap
+
+
+@numba.njit(cache=True)
+def take_block_nb(M, rows, cols, out):
+    for r in range(rows.shape[0]):
+        src = M[rows[r]]
+        for c in range(cols.shape[0]):
+            out[r, c] = src[cols[c]]
+    return out
+
+
+def _check_take(n, idx, what):
+    if idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"take_block: {what} out of range [0, {n})")
+
+
+@register_op("take_block", "cpu")
+def take_block_cpu(be, M, rows, cols):
+    """``M[rows][:, cols]`` as a new ``(len(rows), len(cols))`` array of ``M``'s type, without copying
+    the rows out first (``M`` is typically a cache's store and ``rows`` slots in it).
+
+    Parameters
+    ----------
+    M : ndarray of shape (m, n)
+    rows, cols : int ndarray of shape (k,) and (l,)
+        Indices into ``M``'s rows and columns, in ``[0, m)`` and ``[0, n)`` (no negative indices).
+    """
+    np = be.xp
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    _check_take(int(M.shape[0]), rows, "rows")
+    _check_take(int(M.shape[1]), cols, "cols")
+    out = np.empty((rows.shape[0], cols.shape[0]), dtype=M.dtype)
+    return take_block_nb(M, rows, cols, out)
+
+
+@register_op("take_block", "gpu")
+def take_block_gpu(be, M, rows, cols):
+    """GPU twin of :func:`take_block_cpu`: CuPy's gather ``M[rows[:, None], cols[None, :]]``."""
+    with be.device:
+        return M[rows[:, None], cols[None, :]]
 
 
 @register_op("grad_update_rows", "cpu")
