@@ -112,14 +112,15 @@ the ``j`` candidates (``min_alpha_check`` 500 or 2,000). The FPGM matrix-vector 
 irreducible part on the CPU (~500 steps of an ``nb x nb`` product per round on a9a). At full size on
 the CPU (benchmarks/results/alfpgm_compare_cpu.md, process CPU time) ALFPGM matched LIBSVM's objective
 to <= 2e-7 relative on a9a, ijcnn1, w8a and phishing but took 0.96-1.7x sklearn's CPU time and
-8.9-12.9x our pairwise SMO's. A later profile (same machine, a9a CSR, full size, 2,353 rounds, 107,788 Gram
-rows computed for 32,561 points with the 200 MB cache): Gram rows 35%, pWSS 18%, FPGM 12%, gradient update
-10%, cache bookkeeping and first touch of the store 6%, float64 certification 6%. Two costs per request were
-then removed with the same steps and values: ``be.gram`` converted (and densified) all of X for each Gram-row
-request, now once per cache, and the ``K_BB`` gather is a Numba loop (``be.take_block``); full a9a CSR
-110 -> 88 CPU s (one run each), 20,000 rows 41.3 -> 37.2 s (min of 3). The rest is the method: every round
-needs its ``2 p`` rows at once (mostly misses once the cache holds fewer rows than the support vectors),
-``O(nb^2)`` FPGM steps, and an ``O(p m)`` pairing.
+8.9-12.9x our pairwise SMO's. Three costs were then cut with the same steps and values (alpha and G
+bit-identical): ``be.gram`` converted (and densified) all of X for each Gram-row request, now once per cache;
+the ``K_BB`` gather is a Numba loop (``be.take_block``); ``grad_update_rows`` adds four rows per pass. Full
+a9a CSR 110 -> 88-92 CPU s (two pairs of single runs), 20,000 rows 41.0 -> 34.5 s (min of 3). A profile
+after the first two (a9a CSR, full size, 2,353 rounds, 107,788 Gram rows computed for 32,561 points with the
+200 MB cache): Gram rows 35%, pWSS 18%, FPGM 12%, gradient update 10%, cache bookkeeping and first touch of
+the store 6%, float64 certification 6%. The rest is the method: every round needs its ``2 p`` rows at once
+(mostly misses once the cache holds fewer rows than the support vectors), ``O(nb^2)`` FPGM steps and an
+``O(p m)`` pairing.
 
 On the GPU (not yet run: no device was available when this was written) the FPGM loops, the SMO
 polish, the pWSS pairing and the gradient update are single kernels (one thread block for the
