@@ -242,6 +242,58 @@ def test_compiled_cpu_float32_errors_equal_the_numpy_expressions(computed_in):
     assert cases == 90
 
 
+def test_pair_limit_decides_as_the_median_measure():
+    """resolve_gram_dtype asks the CPU op only whether the median pair measure exceeds the limit
+    (_pair_median_above, no median): the same answer as the measure itself for limits at, just below and
+    just above every ratio (each middle pair of an even count straddled by one of them), on samples with
+    NaN values, without curvature (no pair) and of odd and even pair counts."""
+    from gpusvm._backend.ops.gram_errors import _errors_tail, _pair_median_above, sample_gram_cpu, upper_indices
+
+    rng = np.random.default_rng(3)
+    checked = straddled = nan_pairs = 0
+    for m, kind, shift in [(64, "rbf", 0.0), (9, "poly", 300.0), (8, "linear", 1e3), (5, "rbf", 0.0),
+                           (12, "poly", 0.0), (2, "linear", 50.0), (7, "nan", 0.0), (6, "dup", 0.0)]:
+        S = rng.normal(size=(m, 3)) + shift
+        spec = GramSpec("rbf", 0.5) if kind in ("rbf", "nan", "dup") else GramSpec(
+            kind, 1e-3, degree=3, coef0=1.0) if kind == "poly" else GramSpec("linear")
+        if kind == "dup":
+            S[:] = S[0]  # no pair with a positive curvature
+        K = sample_gram_cpu(CPU, S, spec, upper_only=spec.kind == "rbf")
+        K = K if K.ndim == 1 else K[upper_indices(m)]
+        if kind == "nan":  # values beyond float32's range: infinite errors, whose differences are NaN ratios
+            with np.errstate(all="ignore"):
+                K = sample_gram_cpu(CPU, S * 1e20, GramSpec("linear"))[upper_indices(m)]
+        with np.errstate(all="ignore"):
+            pair, _, _, c = _errors_tail(K, K.astype(np.float32), m, False)
+        # the ratios, from the array code of the GPU op (errors_from_gram's P / A)
+        Kf = np.zeros((m, m))
+        Kf[upper_indices(m)] = K
+        Kf = Kf + np.triu(Kf, 1).T
+        with np.errstate(all="ignore"):
+            E = Kf.astype(np.float32).astype(np.float64) - Kf
+            d, e = np.diagonal(Kf), np.diagonal(E)
+            A = d[:, None] + d[None, :] - 2.0 * Kf
+            P = np.maximum(np.abs(e[:, None] + e[None, :] - 2.0 * E), np.abs(e)[:, None] + np.abs(e)[None, :])
+            ratios = np.sort((P / np.where(A > 0, A, 1.0))[np.triu(A > 0, 1)])
+        assert ratios.shape[0] == c
+        nan_pairs += bool(np.isnan(pair))
+        limits = [0.0, 1e-5, np.inf] + [f(r) for r in ratios[np.isfinite(ratios)]
+                                         for f in (lambda r: r, lambda r: np.nextafter(r, -np.inf),
+                                                   lambda r: np.nextafter(r, np.inf))]
+        for limit in limits:
+            want = c > 0 and bool(pair > limit)
+            assert _pair_median_above(K, m, float(limit)) == want, (m, kind, limit)
+            checked += 1
+            straddled += c % 2 == 0 and c > 0 and ratios[c // 2 - 1] <= limit < ratios[c // 2]
+    assert checked > 2000 and straddled >= 6 and nan_pairs >= 1
+    # the op's answer with pair_limit is on the limit's side of the measure (inf above, 0.0 otherwise)
+    X = np.random.default_rng(0).normal(size=(80, 2)) + 300.0
+    for spec in (POLY, GramSpec("rbf", 0.5), GramSpec("linear")):
+        pair, diag = float32_gram_errors(CPU, X, spec)
+        fast = float32_gram_errors(CPU, X, spec, pair_limit=FLOAT32_MAX_CURVATURE_ERROR)
+        assert fast == ((np.inf if pair > FLOAT32_MAX_CURVATURE_ERROR else 0.0), diag)
+
+
 def test_gpu_sample_gram_errors_agree_with_the_cpu_op(gpu_backend):
     """The fused op sample_gram_errors on the GPU (array code over CuPy) against its compiled CPU twin: the
     same decision, and measures of the same size. Each device computes its Gram values its own way: with

@@ -319,7 +319,7 @@ def float32_gram_error(be, X, spec, x_sqnorm=None, *, computed_in="float64", sam
 
 
 def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sample=64,
-                        rows=None) -> tuple[float, float]:
+                        rows=None, pair_limit=None) -> tuple[float, float]:
     """How much float32 Gram values perturb the dual problem: (median over pairs, worst RBF diagonal).
 
     For the pairs ``(i, j)`` of ``sample`` evenly spaced rows, the curvature of a pair step is
@@ -343,6 +343,8 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     rows made a fit of scikit-learn's digits (45 class pairs) 7x slower.
 
     ``rows`` (host ints): measure the problem ``X[rows]`` (``x_sqnorm`` then is that problem's).
+    ``pair_limit``: only ``pair > pair_limit`` is wanted (see the op ``sample_gram_errors``: the CPU may then
+    return inf or 0.0 for the pair measure, on the same side of ``pair_limit``).
     """
     xp = be.xp
     n = int(X.shape[0]) if rows is None else int(rows.shape[0])
@@ -354,7 +356,7 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     sq = None
     if spec.kind == "rbf":
         sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
-    return be.sample_gram_errors(S, spec, sq, computed_in)
+    return be.sample_gram_errors(S, spec, sq, computed_in, pair_limit=pair_limit)
 
 
 def _poly_bound_log(spec, max_sq):
@@ -402,7 +404,8 @@ def resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, *, computed_in, verbos
             if verbose:
                 print("Gram values stored as float64: float32 rows of this data overflow", flush=True)
             return "float64"
-    pair, diag = float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in, rows=rows)
+    pair, diag = float32_gram_errors(be, X, spec, x_sqnorm, computed_in=computed_in, rows=rows,
+                                     pair_limit=FLOAT32_MAX_CURVATURE_ERROR)
     if not (pair > FLOAT32_MAX_CURVATURE_ERROR or diag > FLOAT32_MAX_DIAGONAL_ERROR):
         return "float32"  # (also when the measures are NaN: float32 values that overflow stay an error)
     if verbose:

@@ -147,6 +147,56 @@ def _errors_tail(K, K32, m, with_diag):
     return pair, np.median(curv[:c]) if with_diag else np.nan, e_max, c
 
 
+@numba.njit(cache=True, nogil=True)
+def _pair_median_above(K, m, limit):
+    """Whether :func:`_errors_tail`'s median pair measure for ``K`` and its float32 rounding ``K32`` (both
+    packed as there) exceeds ``limit`` (False also when it is NaN or there is no pair), without the median:
+    the ratios are those of :func:`_errors_tail` (``K32`` rounded here, as ``astype(np.float32)`` rounds);
+    their median (NumPy's, as Numba's ``np.median``: the middle value, or ``(a + b) / 2`` of the two middle
+    ones) is above ``limit`` exactly when more than half of them are, except when the two middle values
+    straddle ``limit``, where it is computed from them (the largest ratio <= limit and the smallest above
+    it). (Two middle values both above ``limit`` have a mean above it, both at most ``limit`` one at most
+    it: rounding is monotone and doubling exact.)"""
+    d = np.empty(m, dtype=np.int64)
+    e = np.empty(m)
+    for i in range(m):
+        d[i] = i * (2 * m - i + 1) // 2
+        e[i] = np.float64(np.float32(K[d[i]])) - K[d[i]]
+    c = 0
+    n_le = 0
+    lo = -np.inf  # the largest ratio <= limit
+    hi = np.inf  # the smallest ratio > limit
+    for i in range(m):
+        di, ei = K[d[i]], e[i]
+        for j in range(i + 1, m):
+            k = d[i] + (j - i)
+            A = (di + K[d[j]]) - 2.0 * K[k]
+            if not A > 0.0:
+                continue
+            Eij = np.float64(np.float32(K[k])) - K[k]
+            p1 = abs((ei + e[j]) - 2.0 * Eij)
+            p2 = abs(ei) + abs(e[j])
+            P = p1 if (p1 >= p2 or p1 != p1) else p2  # np.maximum (NaN propagates)
+            r = P / A
+            if r != r:
+                return False  # a NaN median: not above
+            c += 1
+            if r <= limit:
+                n_le += 1
+                if r > lo:
+                    lo = r
+            elif r < hi:
+                hi = r
+    if c == 0:
+        return False
+    half = c >> 1
+    if c & 1:
+        return n_le <= half  # the middle value (index half, 0-based) is above limit
+    if n_le == half:  # values half - 1 (lo, <= limit) and half (hi, > limit)
+        return (lo + hi) / 2 > limit
+    return n_le < half
+
+
 def _float32_values(be, S, spec, sq, computed_in, dtype):
     """The sample's float32 Gram computed from float32 rows (``computed_in="float32"``), else None."""
     if computed_in != "float32" or spec.kind == "precomputed":
@@ -156,16 +206,23 @@ def _float32_values(be, S, spec, sq, computed_in, dtype):
 
 
 @register_op("sample_gram_errors", "cpu")
-def sample_gram_errors_cpu(be, S, spec, sq, computed_in):
+def sample_gram_errors_cpu(be, S, spec, sq, computed_in, pair_limit=None):
     """The measures (pair, diagonal) of the sample ``S`` (host; ``sq``: its float64 squared norms for RBF,
     else None), the float32 values rounded from float64 ones (``computed_in="float64"``) or computed from
-    float32 rows ("float32"); see the module."""
+    float32 rows ("float32"); see the module.
+
+    ``pair_limit``: the caller only compares the pair measure with it (``pair > pair_limit``); where the
+    float32 values are rounded float64 ones, the pair measure returned is then ``inf`` when it exceeds
+    ``pair_limit`` and 0.0 otherwise (NaN and no pair included), found without its median
+    (:func:`_pair_median_above`)."""
     m = int(S.shape[0])
     if spec.kind == "precomputed" or be.issparse(S) or m * m * 8 > 2**20:
         K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=np.float64)[upper_indices(m)]
     else:  # the same values without the driver's overhead, packed: the tail reads only i <= j
         K = sample_gram_cpu(be, S, spec, sq, upper_only=True)
     K32 = _float32_values(be, S, spec, sq, computed_in, np.float32)
+    if K32 is None and pair_limit is not None:  # (no diagonal measure: that is for float32 rows only)
+        return (np.inf if _pair_median_above(K, m, float(pair_limit)) else 0.0), 0.0
     K32 = K.astype(np.float32) if K32 is None else K32[upper_indices(m)]
     with_diag = computed_in == "float32" and spec.kind == "rbf"
     pair, a_median, e_max, n_pairs = _errors_tail(K, K32, m, with_diag)
@@ -175,8 +232,9 @@ def sample_gram_errors_cpu(be, S, spec, sq, computed_in):
 
 
 @register_op("sample_gram_errors", "gpu")
-def sample_gram_errors_gpu(be, S, spec, sq, computed_in):
-    """GPU version of :func:`sample_gram_errors_cpu`: :func:`errors_from_gram` over CuPy."""
+def sample_gram_errors_gpu(be, S, spec, sq, computed_in, pair_limit=None):
+    """GPU version of :func:`sample_gram_errors_cpu`: :func:`errors_from_gram` over CuPy (the measures
+    themselves, whatever ``pair_limit``)."""
     xp = be.xp
     K = be.gram(S, S, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=xp.float64)
     K32 = _float32_values(be, S, spec, sq, computed_in, xp.float32)
