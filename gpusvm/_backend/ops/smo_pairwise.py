@@ -957,6 +957,16 @@ _DENSE_MAX_BYTES = 256 * 2**20
 _PREPARE_BLOCK_BYTES = 4 * 2**20
 
 
+@numba.njit(cache=True, nogil=True)
+def _transpose_into(blk, XT, j0):
+    """``XT[:, j0:j0 + len(blk)] = blk.T`` row by row of ``blk`` (float64, C-contiguous): a copy, so the same
+    values; 3x faster than NumPy's strided assignment for a class pair of digits (270 x 64: 11.5 -> 4 us)."""
+    m, d = blk.shape
+    for j in range(m):
+        for k in range(d):
+            XT[k, j0 + j] = blk[j, k]
+
+
 def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES, rows=None):
     """The compiled solver's view of X (of ``X[rows]`` when ``rows`` is given): (sparse, XT, indptr,
     indices, data, sq, n_buf).
@@ -998,7 +1008,7 @@ def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES, rows=None):
         j1 = min(n, j0 + step)
         blk = X[j0:j1] if rows is None else np.take(X, rows[j0:j1], axis=0)
         blk = blk.astype(np.float64, copy=False)
-        XT[:, j0:j1] = blk.T
+        _transpose_into(blk, XT, j0)  # XT[:, j0:j1] = blk.T
         sq[j0:j1] = np.einsum("ij,ij->i", blk, blk)  # (row by row: the same sums as over all of X)
         del blk  # (before the next block is gathered)
     return False, XT, np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), sq, 1
