@@ -731,7 +731,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     worker_device : str
         ``device`` of the backend a worker solves its subproblem on.
     rng : numpy.random.Generator
-        Host generator for the kernel k-means samples and seeds.
+        Host generator for the kernel k-means samples and seeds; None is fine where no level is clustered
+        (:func:`lowest_clustered_level` 0: it is never read).
     verbose : int
     assign : {"center", "nearest"}
         How the second step of kernel k-means places every point (and early prediction every new
@@ -872,7 +873,8 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                         n_unconverged=n_unconverged, n_stalled=n_stalled, levels=levels, models=models,
                         stopped_at=stop)
     fn, _ = get_binary_solver(solver)
-    alpha = repair_feasibility(be, y, alpha)
+    if solved_any:  # (else alpha is 0, which the repair keeps: a problem too small for any level skips it)
+        alpha = repair_feasibility(be, y, alpha)
     if refine:
         t0 = time.perf_counter()
         c0 = time.process_time()
@@ -913,8 +915,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                            "converged": bool(res.converged), "solver_info": dict(res.info)})
     t0 = time.perf_counter()
     c0 = time.process_time()
-    a0 = repair_feasibility(be, y, alpha)
-    a0 = a0 if bool(xp.any(a0 > 0)) else None
+    a0 = None  # (no level solved: alpha is 0, a cold start)
+    if solved_any:
+        a0 = repair_feasibility(be, y, alpha)
+        a0 = a0 if bool(xp.any(a0 > 0)) else None
     top_kw = {**options, **dict(top_options or {})}
     if rows is not None and solver in ROWS_SOLVERS and X is not X_all:
         X, top_kw["rows"] = X_all, rows  # (the copy of the rows is freed here)
