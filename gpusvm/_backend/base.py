@@ -40,6 +40,8 @@ def register_op(name: str, device: str):
 
 def _discover_ops() -> None:
     global _DISCOVERED
+    if _DISCOVERED:  # (every fused op call comes here: no lock once done)
+        return
     with _LOCK:
         if _DISCOVERED:
             return

@@ -352,7 +352,9 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
     if m < 2:
         return 0.0, 0.0
     idx = (xp.arange(m, dtype=xp.int64) * (n - 1)) // (m - 1)  # evenly spaced: k (n - 1) // (m - 1)
-    S = be.take_rows(X, idx if rows is None else be.asarray(rows[be.to_host(idx)]))
+    if rows is not None:  # (host ints: on the CPU idx is a host array too)
+        rows = rows[idx] if xp is np else be.asarray(rows[be.to_host(idx)])
+    S = be.take_rows(X, idx if rows is None else rows)
     sq = None
     if spec.kind == "rbf":
         sq = be.row_sqnorms(S, xp.float64) if x_sqnorm is None else xp.asarray(x_sqnorm, dtype=xp.float64)[idx]
