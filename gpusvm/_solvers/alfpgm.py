@@ -137,7 +137,7 @@ import math
 import numbers
 import time
 
-from .._backend.ops.gram import densify_for_gram, densify_pays
+from .._backend.ops.gram import densify_pays
 from . import BinaryResult, register_binary_solver
 from ._common import Float32StopCheck, bias, gradient_from_alpha, gram_diag, resolve_gram_dtype, up_low_masks
 from .smo_batched import effective_cache_bytes
@@ -375,18 +375,8 @@ def solve_alfpgm(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
         Not for wide sparse data (``densify_pays``: 3,000 x 1,000,000, 20 nonzeros per row, fit
         41 s and 1.4 GB with the dense rows), whose rows stay sparse (a sparse @ sparse product).
 
-        The operand of the products is X converted once to the rows' type and, on the CPU, densified
-        once where ``be.gram`` would densify it in every call (``densify_for_gram``: CSR at least 10%
-        dense, up to 256 MB): ``be.gram`` did both to all of X for each request, a cost that does not
-        shrink with the rows asked (a9a CSR, 20,000 rows: 1,041 requests, 151 of them for one row),
-        with the same values (the same conversion, the same product)."""
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            Xg = self.X  # (a precomputed gram's X: point indices, used as they are)
-            if self.spec.kind != "precomputed":
-                Xg = densify_for_gram(be, Xg if Xg.dtype == self.dtype else Xg.astype(self.dtype))
-            self._Xg = Xg
+        The operand of the products is the base cache's ``_Xg``: X converted to the rows' type and, on
+        the CPU, densified once per cache (see :class:`GramRowCache`), not in every request."""
 
         def _compute(self, idx_dev):
             Xg = self._Xg

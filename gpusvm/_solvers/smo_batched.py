@@ -218,10 +218,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
     cache_bytes_asked = cache_bytes
     cache_bytes = effective_cache_bytes(be, n, q, xp.dtype(gdt).itemsize, cache_bytes)
-    # the Gram op casts both operands to the Gram dtype before the product, so casting X once here gives
-    # bit-identical rows without a cast of all of X (n x d) in every round's row request
-    X_rows = X if X.dtype == gdt else X.astype(gdt)
-    cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+    # (the cache converts X to the rows' type, and on the CPU densifies CSR X, once: not in every request)
+    cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     inner = xp.zeros(1, dtype=xp.int64)
     B_prev = None
@@ -269,8 +267,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
             # drop the float32 rows before float64 ones are stored (the cache's store is the peak on the GPU)
             cache = K_src = K_BB = row_i = None
             cache_bytes = effective_cache_bytes(be, n, q, 8, cache_bytes_asked)
-            X_rows = X if X.dtype == gdt else X.astype(gdt)
-            cache = GramRowCache(be, X_rows, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
+            cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
             B_prev, moved_prev, n_new_prev = None, xp.ones(1, dtype=bool), 0
             continue
         if converged or stalled:
