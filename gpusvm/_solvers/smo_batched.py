@@ -322,7 +322,8 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         # rows stay in the cache's store when the budget holds the working set (no q x n copies)
         slots = cache.resident(B_list)
         if slots is not None:
-            K_src, K_BB = cache.store, cache.store[slots[:, None], B[None, :]]
+            # (the fused gather: a Numba loop on the CPU, 3-4x faster than NumPy's two-index gather; CuPy's on the GPU)
+            K_src, K_BB = cache.store, be.take_block(cache.store, slots, B)
         else:
             K_src = cache.rows(B_list)
             K_BB = K_src[:, B]
