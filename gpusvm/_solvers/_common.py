@@ -74,10 +74,12 @@ def early_stop_causes(n_unconverged, n_stalled, max_iter, tol) -> tuple[str, str
     return why, remedy
 
 
-def up_low_masks(be, y, alpha, C):
-    """Boolean masks of I_up and I_low."""
+def up_low_masks(be, y, alpha, C, pos=None):
+    """Boolean masks of I_up and I_low; ``pos``: ``y > 0`` when the caller keeps it (it does not change
+    between a solver's rounds)."""
     xp = be.xp
-    pos = y > 0
+    if pos is None:
+        pos = y > 0
     below = alpha < C
     above = alpha > 0
     # (pos & below) | (~pos & above) and its mirror, in 2 ops instead of 7 (each a kernel launch on the GPU)

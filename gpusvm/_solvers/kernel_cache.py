@@ -147,6 +147,18 @@ class GramRowCache:
         """
         xp = self.be.xp
         idx_host = _host_ints(self.be, idx)
+        slots = self._make_resident(idx_host)
+        return None if slots is None else xp.asarray(slots, dtype=xp.int64)
+
+    def resident_row(self, i):
+        """Row ``i`` (a host int) made resident, as a view of its slot in :attr:`store` (no copy, no index
+        array on the device), valid as :meth:`resident`'s slots; None when the budget holds no row."""
+        slots = self._make_resident([int(i)])
+        return None if slots is None else self._store[slots[0]]
+
+    def _make_resident(self, idx_host):
+        """:meth:`resident` with host ints in and out: the slots as a list, or None."""
+        xp = self.be.xp
         uniq = list(dict.fromkeys(idx_host))
         if self._store is None and len(uniq) <= self.capacity:
             self._reserve()  # (which may lower the capacity)
@@ -166,7 +178,7 @@ class GramRowCache:
             self._store[xp.asarray(slots)] = self._compute(xp.asarray(miss))
             for i, sl in zip(miss, slots):
                 self._slot[i] = sl
-        return xp.asarray([self._slot[i] for i in idx_host], dtype=xp.int64)
+        return [self._slot[i] for i in idx_host]
 
     def _reserve(self):
         """Allocate the store: ``capacity`` rows, or on the CPU as many as can be reserved
