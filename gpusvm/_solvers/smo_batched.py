@@ -102,8 +102,10 @@ def effective_cache_bytes(be, n: int, q: int, itemsize: int, cache_bytes: int) -
     return need if need <= free // 2 else cache_bytes
 
 
-def _top_k(xp, score, k):
-    """Indices of the ``k`` largest entries of ``score`` (unordered), and whether each is finite."""
+def _top_k(xp, score, k, negated=False):
+    """Indices of the ``k`` largest entries of ``score`` (unordered), and whether each is finite.
+    ``negated``: ``score`` holds the negated scores (the same indices: the ``k`` smallest of it), which
+    saves the negation when the caller can form them as cheaply."""
     n = int(score.shape[0])
     k = min(int(k), n)
     if k <= 0:
@@ -111,8 +113,10 @@ def _top_k(xp, score, k):
     if k == n:
         idx = xp.arange(n, dtype=xp.int64)
     else:
-        idx = xp.argpartition(-score, k - 1)[:k].astype(xp.int64)
-    return idx, score[idx] > -xp.inf
+        idx = xp.argpartition(score if negated else -score, k - 1)[:k]
+        if idx.dtype != xp.int64:  # (NumPy's and CuPy's are already: no copy)
+            idx = idx.astype(xp.int64)
+    return idx, (score[idx] < xp.inf) if negated else (score[idx] > -xp.inf)
 
 
 def _centered_for_rbf(be, X, x_sqnorm):
@@ -127,11 +131,14 @@ def _centered_for_rbf(be, X, x_sqnorm):
     """
     xp = be.xp
     mu = xp.mean(X, axis=0, dtype=xp.float64)
-    h = be.to_host(xp.stack([mu @ mu, xp.mean(x_sqnorm).astype(xp.float64)]))  # (one sync for both)
+    sq_mean = xp.mean(x_sqnorm)
+    if sq_mean.dtype != xp.float64:
+        sq_mean = sq_mean.astype(xp.float64)
+    h = be.to_host(xp.stack([mu @ mu, sq_mean]))  # (one sync for both)
     mu_sq, sq_mean = float(h[0]), float(h[1])
     if not mu_sq > sq_mean - mu_sq:
         return X, x_sqnorm
-    Xc = X.astype(xp.float64) - mu
+    Xc = (X if X.dtype == xp.float64 else X.astype(xp.float64)) - mu  # (a new array either way)
     return Xc, be.row_sqnorms(Xc, xp.float64)
 
 
@@ -222,6 +229,12 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     cache = GramRowCache(be, X, spec, cache_bytes=cache_bytes, dtype=gdt, x_sqnorm=x_sqnorm)
 
     inner = xp.zeros(1, dtype=xp.int64)
+    # per solve, not per round: what the rounds would recompute unchanged
+    neg_y = -y
+    y_pos = y > 0
+    yC = xp.stack([y, C])  # (one gather a round for y[B] and C[B])
+    no_kept = xp.zeros(0, dtype=xp.int64)
+    neg_pos = {}  # nb -> -arange(nb), the keep order's tie-break
     B_prev = None
     moved_prev = xp.ones(1, dtype=bool)  # (before the first round: "moved", so that it is not a stall)
     n_new_prev = 0
@@ -232,17 +245,19 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     every = max(1, 100 // int(verbose)) if verbose else 0
     check = Float32StopCheck()
     while True:
-        s = -y * G
-        up, low = up_low_masks(be, y, alpha, C)
+        s = neg_y * G
+        up, low = up_low_masks(be, y, alpha, C, pos=y_pos)
         s_up = xp.where(up, s, neg_inf)
         s_low = xp.where(low, s, xp.inf)
         i_top = xp.argmax(s_up)
         j_min = xp.argmin(s_low)
-        # the gap, how many alphas the last round moved and i_top (for the cache's bookkeeping, which
-        # would read it on its own), in the one sync of the check
-        h = be.to_host(xp.stack([s_up[i_top] - s_low[j_min], xp.sum(moved_prev).astype(xp.float64),
-                                 i_top.astype(xp.float64)]))
-        gap, n_moved, i_top_h = float(h[0]), int(h[1]), int(h[2])
+        m_top, m_low = s_up[i_top], s_low[j_min]
+        # the extremes (the gap is their difference, taken on the host: the same float64 subtraction), how
+        # many alphas the last round moved, i_top and j_min (host ints for the cache's bookkeeping and
+        # for indexing without device index arrays), in the one sync of the check; stack converts the
+        # count and the indices to float64, exactly
+        h = be.to_host(xp.stack([m_top, m_low, xp.sum(moved_prev, dtype=xp.float64), i_top, j_min]))
+        gap, n_moved, i_top_h, j_min_h = float(h[0] - h[1]), int(h[2]), int(h[3]), int(h[4])
         if verbose and rounds % every == 0:
             print(f"[smo_batched] round {rounds}: gap {gap:.6g}, q {q}")
         converged = not (gap > tol)
@@ -278,14 +293,17 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         if B_prev is not None and q >= 4:
             nb = int(B_prev.shape[0])
             n_keep = min(q // 2, nb)
-            pos = xp.arange(nb, dtype=xp.int64)
-            newest = pos >= (nb - n_new_prev)
-            # unique keys: moved first, then the most recently added, then position
-            key = (moved_prev.astype(xp.int64) * 2 + newest.astype(xp.int64)) * nb + pos
-            kept = B_prev[xp.argsort(-key)[:n_keep]]
+            # unique keys: moved first, then the most recently added (the last n_new_prev positions), then
+            # position: (2 moved + newest) nb + pos, negated for the ascending sort (exact integers)
+            if nb not in neg_pos:
+                neg_pos[nb] = -xp.arange(nb, dtype=xp.int64)
+            neg_key = neg_pos[nb] - xp.where(moved_prev, 2 * nb, 0)
+            newest = neg_key[nb - n_new_prev:]
+            xp.subtract(newest, nb, out=newest)
+            kept = B_prev[xp.argsort(neg_key)[:n_keep]]
             taken[kept] = True
         else:
-            kept = xp.zeros(0, dtype=xp.int64)
+            kept = no_kept
         n_new = q - int(kept.shape[0])
 
         # ---- new variables: the maximal violating pair, top I_up by -yG, I_low by 2nd-order gain ------
@@ -293,26 +311,30 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         k_low = n_new - k_up
         # only violators: an I_up member must beat the bottom of I_low, an I_low member the top of I_up
         # (ThunderSVM fills up with non-violating variables; their rows cost as much and rarely move)
-        sc_up = xp.where(up & ~taken & (s > s_low[j_min]), s, neg_inf)
-        sc_up[i_top] = xp.where(taken[i_top], neg_inf, xp.inf)
+        # (up & (s > m_low) is s_up > m_low: s_up is -inf outside I_up)
+        sc_up = xp.where(taken, neg_inf, xp.where(s_up > m_low, s_up, neg_inf))
+        sc_up[i_top_h] = xp.where(taken[i_top_h], neg_inf, xp.inf)
         up_idx, up_ok = _top_k(xp, sc_up, k_up)
-        taken[up_idx] |= up_ok  # the indices are distinct; no boolean mask (a host sync on the GPU)
-        slot_i = cache.resident([i_top_h])
-        row_i = (cache.rows([i_top_h])[0] if slot_i is None else cache.store[slot_i[0]]).astype(xp.float64)
-        m = s_up[i_top]
-        b = m - s
-        a = diag[i_top] + diag - 2.0 * row_i
-        a = xp.where(a > 0, a, 1e-12)
-        gain = xp.where(b > 0, b * b / a, neg_inf)
-        sc_low = xp.where(low & ~taken, gain, neg_inf)
-        sc_low[j_min] = xp.where(taken[j_min], neg_inf, xp.inf)
-        low_idx, low_ok = _top_k(xp, sc_low, k_low)
+        # the indices are distinct; no boolean mask (a host sync on the GPU): the invalid ones write i_top,
+        # which is taken by now (kept, or the first of up_idx)
+        taken[xp.where(up_ok, up_idx, i_top_h)] = True
+        row_i = cache.resident_row(i_top_h)  # (a view of the store: no device index array, no gather)
+        row_i = (cache.rows([i_top_h])[0] if row_i is None else row_i).astype(xp.float64)
+        b = m_top - s
+        # the second-order gains b^2 / a of I_low members with b > 0 (s_low < m_top), negated as _top_k
+        # ranks them: -a is formed as 2 K_i - (K_ii + K_jj), the same rounding as a (IEEE negation is
+        # exact), so -gain = b^2 / -a bit for bit
+        neg_a = 2.0 * row_i - (diag[i_top_h] + diag)
+        neg_a = xp.where(neg_a < 0, neg_a, -1e-12)
+        neg_gain = xp.where(taken, xp.inf, xp.where(s_low < m_top, b * b / neg_a, xp.inf))
+        neg_gain[j_min_h] = xp.where(taken[j_min_h], xp.inf, neg_inf)
+        low_idx, low_ok = _top_k(xp, neg_gain, k_low, negated=True)
         # the kept and candidate indices and which candidates are valid in one copy to the host, which
         # filters them: the cache's bookkeeping reads the working set there anyway, and a device boolean
-        # mask would read its count first (two syncs a round on the GPU, one so)
-        cand = xp.concatenate([up_idx, low_idx])
-        nk, nc = int(kept.shape[0]), int(cand.shape[0])
-        h = be.to_host(xp.concatenate([kept, cand, xp.concatenate([up_ok, low_ok]).astype(xp.int64)]))
+        # mask would read its count first (two syncs a round on the GPU, one so); concatenate makes the
+        # flags int64
+        nk, nc = int(kept.shape[0]), int(up_idx.shape[0]) + int(low_idx.shape[0])
+        h = be.to_host(xp.concatenate([kept, up_idx, low_idx, up_ok, low_ok]))
         new_h = h[nk:nk + nc][h[nk + nc:] != 0]
         B_list = h[:nk].tolist() + new_h.tolist()
         B = xp.asarray(B_list, dtype=xp.int64)
@@ -327,13 +349,14 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
         else:
             K_src = cache.rows(B_list)
             K_BB = K_src[:, B]
-        yB = y[B]
+        yCB = yC[:, B]
+        yB, CB = yCB[0], yCB[1]
         aB = alpha[B]
         # curvatures from the stored values' own diagonal, not the float64 ``diag``: the gradient moves by
         # the stored rows, so a Newton step with a mixed curvature overshoots by their rounding of K_ii
         # (about 3,000 on poly values near 8e9 against curvatures of 1e3-1e4: steps that undo each other)
         dB = xp.diagonal(K_BB).astype(xp.float64)
-        a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], C[B], dB, tol, max_steps, mode, pa_recent)
+        a_new, steps, _ = be.local_smo(K_BB, yB, aB, G[B], CB, dB, tol, max_steps, mode, pa_recent)
         inner += steps
         delta = a_new - aB
         alpha[B] = a_new
