@@ -178,7 +178,7 @@ def gradient_from_alpha(be, X, y, alpha, spec, *, x_sqnorm=None, max_bytes=None,
     """
     xp = be.xp
     n = int(X.shape[0])
-    G = -xp.ones(n, dtype=xp.float64)
+    G = xp.full(n, -1.0, dtype=xp.float64)
     sv = xp.nonzero(alpha > 0)[0]
     m = int(sv.shape[0])
     if m == 0:

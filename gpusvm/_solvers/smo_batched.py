@@ -219,7 +219,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     diag = gram_diag(be, X, spec, x_sqnorm)
     if alpha0 is None:
         alpha = xp.zeros(n, dtype=xp.float64)
-        G = -xp.ones(n, dtype=xp.float64)
+        G = xp.full(n, -1.0, dtype=xp.float64)
     else:
         alpha = xp.array(alpha0, dtype=xp.float64, copy=True)
         G = gradient_from_alpha(be, X, y, alpha, spec, x_sqnorm=x_sqnorm, dtype=gdt)
@@ -234,7 +234,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     y_pos = y > 0
     yC = xp.stack([y, C])  # (one gather a round for y[B] and C[B])
     no_kept = xp.zeros(0, dtype=xp.int64)
-    neg_pos = {}  # nb -> -arange(nb), the keep order's tie-break
+    neg_pos = -xp.arange(q, dtype=xp.int64)  # the keep order's tie-break (its first nb, nb <= q)
     B_prev = None
     moved_prev = xp.ones(1, dtype=bool)  # (before the first round: "moved", so that it is not a stall)
     n_new_prev = 0
@@ -295,9 +295,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
             n_keep = min(q // 2, nb)
             # unique keys: moved first, then the most recently added (the last n_new_prev positions), then
             # position: (2 moved + newest) nb + pos, negated for the ascending sort (exact integers)
-            if nb not in neg_pos:
-                neg_pos[nb] = -xp.arange(nb, dtype=xp.int64)
-            neg_key = neg_pos[nb] - xp.where(moved_prev, 2 * nb, 0)
+            neg_key = neg_pos[:nb] - xp.where(moved_prev, 2 * nb, 0)
             newest = neg_key[nb - n_new_prev:]
             xp.subtract(newest, nb, out=newest)
             kept = B_prev[xp.argsort(neg_key)[:n_keep]]
