@@ -17,8 +17,9 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
   half of the previous working set is kept (those whose alpha moved in the last round first, then the
   most recently added), as ThunderSVM does to avoid oscillating working sets;
 * the Gram rows ``K[B, :]`` come from :class:`~gpusvm._solvers.kernel_cache.GramRowCache` (all misses in
-  one matrix product; stored as ``gram_dtype``) and are used in place in the cache's store (only the
-  ``q x q`` block ``K_BB`` is gathered); when the budget cannot hold ``q`` rows they are computed into a
+  one matrix product; stored as ``gram_dtype``; X converted to that type, and on the CPU densified, once
+  per cache) and are used in place in the cache's store (only the ``q x q`` block ``K_BB`` is gathered,
+  by ``be.take_block``); when the budget cannot hold ``q`` rows they are computed into a
   temporary block instead (on the GPU the budget is first raised to ``q`` rows when the device has
   room, see :func:`effective_cache_bytes`);
 * the local sub-problem is solved by the fused op ``be.local_smo`` (SMO or planning-ahead SMO steps,
