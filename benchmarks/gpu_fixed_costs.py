@@ -402,38 +402,36 @@ def _git(*args):
 _NOTES = """
 ## What was cut, and what stays (why)
 
-Cut (commits after e77d200; every model bit-identical under the emulator, and the CPU path bit-identical too):
+This run compares the batched SMO before and after its per-round array-op cuts (commits after 417dd23). The
+host-sync cuts before that (e77d200 -> b59c1a6: digits 1,540 -> 773 syncs) are in this file's history (commit
+204081b). Every model bit-identical under the emulator; the CPU path's alpha, G, b, rounds and local steps too
+(digits, a9a 5k CSR, ijcnn1 20k; float32 and float64 rows).
 
-* batched SMO round: 4 reads -> 2 (i_top rides with the gap check; the working set's candidates come to the host
-  in one copy and are filtered there instead of by a device boolean mask read before the cache read the set);
-  end of a solve: 3 -> 1 (objective and local-step count read with the intercept's sums); `_centered_for_rbf`
-  2 -> 1; float32 Gram error measure 7 (3 masks + 4 scalars) -> 2;
-* kernel k-means: 3 reads per Lloyd iteration -> 1 (sizes and stop in one copy, boundaries summed on the host);
-* DC-SVM levels: per-cluster support-vector masks and accuracy reads (2 per cluster) -> 2 per level; sizes and
-  positive counts read once; the batched cluster solve's four reads -> 1;
-* `up_low_masks`: 7 boolean ops -> 2 `where` (array ops, once per SMO round).
+Cut (array ops; digits per class pair about 539 -> 424, the same 13.4 raw-kernel launches and 17 syncs):
+
+* per solve instead of per round: `-y`, `y > 0` (`up_low_masks(pos=)`), `(y, C)` stacked for one gather of
+  `y[B]`, `C[B]`, `-arange(q)` for the keep order;
+* the round's check: the extremes, the moved count, i_top and j_min in one `stack` without `astype`s (the gap
+  subtracted on the host, the same float64 operation); the extremes reused later instead of gathered again;
+* the keep order's integer keys formed negated in 3 ops instead of 10; the I_up scores from `s_up` (2 `where`s
+  instead of 6 ops); the I_low gains negated directly (-a as 2 K_i - (K_ii + K_jj), bit for bit), which saves
+  `_top_k`'s negation; i_top, j_min and i_top's Gram row indexed with host ints (views: no index array copied to
+  the device, no gather; h2d copies 946 -> 765 on digits); one `concatenate` for the candidates and their flags;
+  no `astype` of argpartition's int64 indices; `full(n, -1.0)` instead of `-ones(n)`;
+* K_BB gathered by `be.take_block` (the same CuPy gather on the GPU; a Numba loop on the CPU).
 
 Stays, and why:
 
-* the batched SMO's 2 reads per round: the stop test needs the gap on the host, and the Gram-row cache keeps its
-  LRU bookkeeping on the host, so it needs the working set's indices there (moving the bookkeeping to the device
-  would be a new kernel);
-* k-means++ seeding (k - 1 reads per clustering): each seed is drawn on the host from the NumPy generator, with
-  weights from the device distances, so that CPU and GPU fits with the same random_state pick the same points;
-* one read per Lloyd iteration: the stop test and the next iteration's group boundaries;
-* per solve: the float32 check (`resolve_gram_dtype`, 1 + the Gram error measure's 2), the float32 stop's
-  certification (`exact_gradient`: the support vectors' count, 1, and the gap, 1), the solve's final read (1),
-  the model's coefficients to the host (1); each decides what the solver does next or is the result;
-* `be.sync()` in DC-SVM: the level timings (`levels_`) need the device idle at each split.
+* the 2 reads per round (the stop test, the cache's host-side bookkeeping) and the per-solve reads (see the
+  previous round's notes in 204081b);
+* the rest of a round's ops: the masks, scores and top-k selections over all n variables, the gathers of
+  the working set's alpha and G, the update of alpha; fewer would need a fused kernel (not written: no GPU
+  here to validate one). Calls that launch nothing on CuPy (`ascontiguousarray` of a contiguous array,
+  `diagonal`) are counted but left alone;
+* per solve: `_centered_for_rbf`, the float32 Gram error measure and the float32 stop's certification (each pair
+  is its own problem).
 
-* h2d copies rose by one per SMO round: the working set's indices go back to the device after the host filtered
-  them (q int64 values). Whether such a small copy from pageable host memory waits for the device depends on
-  CUDA's staging; not measured here, so it is counted apart from the syncs.
-
-What the counts do not say: how long any of this takes on a GPU. The digits fit issues roughly 540 CuPy array
-ops and 13 raw-kernel launches per class pair against about 17 host reads after the cuts (34 before), so at the
-assumed per-op and per-sync costs the array ops, not the syncs, would be the larger fixed cost; fusing a
-round's elementwise ops into one kernel is the next step, and needs a GPU to validate.
+What the counts do not say: how long any of this takes on a GPU; none of these numbers is a GPU time.
 """
 
 
