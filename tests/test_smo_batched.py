@@ -465,6 +465,30 @@ def test_row_cache_resident():
     np.testing.assert_allclose(cache.rows(np.array([4, 15])), K[[4, 15]], rtol=1e-12)
 
 
+def test_row_cache_resident_row_and_converted_operand():
+    """``resident_row``: a view of the row's slot in the store (None without a budget); the cache's product
+    operand is X converted once (and a CSR X at least 10% dense densified on the CPU), not X itself."""
+    import scipy.sparse as sp
+
+    from gpusvm._solvers.kernel_cache import GramRowCache
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 3))
+    K = rbf_kernel(X, gamma=0.7)
+    cache = GramRowCache(CPU, X, GramSpec("rbf", 0.7), cache_bytes=4 * 30 * 8, dtype=np.float64)
+    assert cache._Xg is X  # already the rows' type and dense: no copy
+    row = cache.resident_row(5)
+    assert row.base is cache.store and cache.misses == 1
+    np.testing.assert_allclose(row, K[5], rtol=1e-12)
+    assert cache.resident_row(5) is not None and cache.hits == 1
+    assert GramRowCache(CPU, X, GramSpec("rbf", 0.7), cache_bytes=0, dtype=np.float64).resident_row(5) is None
+    Xs = sp.csr_matrix(np.where(rng.random((30, 3)) < 0.5, X, 0.0))
+    c32 = GramRowCache(CPU, Xs, GramSpec("rbf", 0.7), cache_bytes=4 * 30 * 4, dtype=np.float32)
+    assert isinstance(c32._Xg, np.ndarray) and c32._Xg.dtype == np.float32
+    np.testing.assert_array_equal(c32._Xg, Xs.toarray().astype(np.float32))
+    np.testing.assert_allclose(c32.rows([2, 9]), rbf_kernel(Xs.toarray(), gamma=0.7)[[2, 9]], rtol=1e-5)
+
+
 def test_row_cache_rows_with_hits_repeats_and_misses():
     """``rows`` returns the misses' own block when every row misses, writes them in request order
     without a gathered copy otherwise; repeated misses still gather (same values in every case)."""
