@@ -288,39 +288,26 @@ def test_executor_models_clone_cross_validate_and_pickle():
     np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
 
 
-def test_shallow_copy_keeps_the_executor():
-    """copy.copy(DCSVC(executor=ex)) went through __getstate__, which leaves the executor out for pickling, so
-    the copy had executor=None (and fitted in this process). A shallow copy now shares it, as every other
-    attribute; pickling still leaves it out."""
+@pytest.mark.parametrize("deep", [False, True])
+def test_copies_keep_the_executor(deep):
+    """copy.copy and copy.deepcopy of DCSVC(executor=ex) went through __getstate__, which leaves the executor
+    out for pickling, so the copy had executor=None (and fitted in this process). Both copies now share it,
+    as clone does: the shallow one shares every other attribute, the deep one copies them. Pickling still
+    leaves it out."""
     import copy
     import pickle
 
     X, y = load_bundled("breast_cancer")
     with cf.ThreadPoolExecutor(max_workers=2) as ex:
         est = DCSVC(executor=ex, min_cluster_size=0, n_levels=1, device="cpu", random_state=0).fit(X, y)
-        twin = copy.copy(est)
+        twin = copy.deepcopy(est) if deep else copy.copy(est)
         assert twin is not est and type(twin) is DCSVC
         assert twin.executor is ex and twin.get_params() == est.get_params()
-        assert twin.levels_ is est.levels_
-        np.testing.assert_array_equal(twin.decision_function(X), est.decision_function(X))
-        assert pickle.loads(pickle.dumps(twin)).executor is None and twin.executor is ex
-
-
-def test_deep_copy_shares_the_executor_and_copies_the_model():
-    """copy.deepcopy(DCSVC(executor=ex)) also went through __getstate__ and had executor=None. The deep copy
-    now shares the executor (as clone) and copies everything else."""
-    import copy
-
-    X, y = load_bundled("breast_cancer")
-    with cf.ThreadPoolExecutor(max_workers=2) as ex:
-        est = DCSVC(executor=ex, min_cluster_size=0, n_levels=1, device="cpu", random_state=0).fit(X, y)
-        twin = copy.deepcopy(est)
-        assert twin is not est and type(twin) is DCSVC
-        assert twin.executor is ex and twin.get_params() == est.get_params()
-        assert twin.levels_ is not est.levels_ and twin.dual_coef_ is not est.dual_coef_
+        assert (twin.levels_ is est.levels_) is not deep and (twin.dual_coef_ is est.dual_coef_) is not deep
         np.testing.assert_array_equal(twin.dual_coef_, est.dual_coef_)
         np.testing.assert_array_equal(twin.decision_function(X), est.decision_function(X))
-        assert copy.deepcopy(DCSVC()).executor is None
+        assert pickle.loads(pickle.dumps(twin)).executor is None and twin.executor is ex
+    assert copy.deepcopy(DCSVC()).executor is None
 
 
 def test_clone_keeps_metadata_requests_as_sklearn_clone():

@@ -106,6 +106,18 @@ def errors_from_gram(xp, K, K32, with_diag):
 
 
 @numba.njit(cache=True, nogil=True)
+def _pair_ratio(Kii, Kjj, Kij, ei, ej, Eij):
+    """``(A, P / A)`` of one pair: its curvature ``A = K_ii + K_jj - 2 K_ij`` and the pair measure's ratio,
+    ``P`` the larger of ``|E_ii + E_jj - 2 E_ij|`` and ``|E_ii| + |E_jj|`` (the errors ``E`` of the float32
+    values; see the module). The ratio is meaningful only when ``A > 0``, which the callers test."""
+    A = (Kii + Kjj) - 2.0 * Kij
+    p1 = abs((ei + ej) - 2.0 * Eij)
+    p2 = abs(ei) + abs(ej)
+    P = p1 if (p1 >= p2 or p1 != p1) else p2  # np.maximum (NaN propagates)
+    return A, P / A if A > 0.0 else 0.0
+
+
+@numba.njit(cache=True, nogil=True)
 def _errors_tail(K, K32, m, with_diag):
     """From ``K`` and ``K32`` as their upper triangles (i <= j) packed row by row (the order of
     ``np.triu_indices(m)``): ``(median P/A, median A, max |E_ii|)`` over the pairs i < j with A > 0, each
@@ -129,14 +141,9 @@ def _errors_tail(K, K32, m, with_diag):
         di, ei = K[d[i]], e[i]
         for j in range(i + 1, m):
             k = d[i] + (j - i)
-            A = (di + K[d[j]]) - 2.0 * K[k]
+            A, r = _pair_ratio(di, K[d[j]], K[k], ei, e[j], np.float64(K32[k]) - K[k])
             if not A > 0.0:
                 continue
-            Eij = np.float64(K32[k]) - K[k]
-            p1 = abs((ei + e[j]) - 2.0 * Eij)
-            p2 = abs(ei) + abs(e[j])
-            P = p1 if (p1 >= p2 or p1 != p1) else p2  # np.maximum (NaN propagates)
-            r = P / A
             has_nan |= r != r
             ratio[c] = r
             curv[c] = A
@@ -170,14 +177,9 @@ def _pair_median_above(K, m, limit):
         di, ei = K[d[i]], e[i]
         for j in range(i + 1, m):
             k = d[i] + (j - i)
-            A = (di + K[d[j]]) - 2.0 * K[k]
+            A, r = _pair_ratio(di, K[d[j]], K[k], ei, e[j], np.float64(np.float32(K[k])) - K[k])
             if not A > 0.0:
                 continue
-            Eij = np.float64(np.float32(K[k])) - K[k]
-            p1 = abs((ei + e[j]) - 2.0 * Eij)
-            p2 = abs(ei) + abs(e[j])
-            P = p1 if (p1 >= p2 or p1 != p1) else p2  # np.maximum (NaN propagates)
-            r = P / A
             if r != r:
                 return False  # a NaN median: not above
             c += 1
