@@ -45,10 +45,14 @@ class GramRowCache:
     The right operand of every row product is ``X`` converted once to ``dtype`` and, on the CPU, densified
     once where ``be.gram`` would densify it in every call (``densify_for_gram``: CSR at least 10% dense, up
     to 256 MB): ``be.gram`` did both to all of X for each request, a cost that does not shrink with the rows
-    asked (ALFPGM on a9a CSR, 20,000 rows: 1,041 requests, 151 of them for one row). The values are the
-    same (the same conversion, the same product). That copy (``n x d`` values of ``dtype``, dense where it
-    was densified) lives as long as the cache; there is none when ``X`` is dense and already of ``dtype``,
-    nor for a precomputed gram (whose X are point indices, used as they are).
+    asked (ALFPGM on a9a CSR, 20,000 rows: 1,041 requests, 151 of them for one row). Dense X gives the same
+    values as before. CSR X that is densified now also meets the requested rows densified (one dense product), where
+    a request of rows under 10% dense was a sparse x dense product: its Gram values can differ in the last bits
+    (the batched SMO then took another path to the same tolerance: 22 of 153 synthetic CPU fits at 12% density;
+    2% and 50% dense X, ALFPGM and the GPU were unchanged), and a row no longer depends on the rows requested
+    with it. That copy (``n x d`` values of ``dtype``, dense where it was densified) lives as long as the
+    cache; there is none when ``X`` is dense and already of ``dtype``, nor for a precomputed gram (whose X
+    are point indices, used as they are).
     """
 
     def __init__(self, be, X, spec, *, cache_bytes, dtype=None, x_sqnorm=None):
