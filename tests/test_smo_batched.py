@@ -913,3 +913,23 @@ def test_stalled_fit_warns_without_blaming_max_iter(monkeypatch, max_iter):
     msg = str(rec[0].message)
     assert m.n_iter_[0] == 1 and m.fit_status_ == 1
     assert "max_iter" not in msg and "step limit" not in msg and "Raise tol or" in msg
+
+
+def test_free_sums(backend):
+    """The bias's sums over the free variables: the CPU's compiled pass and the array code (the GPU's, and the
+    CPU's for other types) give the values of the array code to the bit, with the extra reads appended."""
+    rng = np.random.default_rng(6)
+    n = 501
+    C = rng.choice([0.5, 2.0], n)
+    alpha = np.where(rng.random(n) < 0.3, 0.0, np.where(rng.random(n) < 0.3, C, rng.random(n) * C))
+    alpha[:3] = C[:3] * (1.0 - 1e-13)  # at the upper bound within the margin: not free
+    y = rng.choice([-1.0, 1.0], n)
+    G = rng.normal(size=n)
+    up, low = 1.0 - 1e-12, 1e-12
+    free = ~((alpha >= C * up) | (alpha <= C * low))
+    want = [float(free.sum()), float(np.sum(np.where(free, y * G, 0.0))), 2.5]
+    dev = [backend.asarray(a) for a in (y, alpha, G, C)]
+    got = backend.free_sums(*dev, up, low, (backend.asarray(np.float64(2.5)),))
+    assert got.tolist() == want and 0 < want[0] < n
+    if backend.name == "cpu":  # the array code's path, for vectors the compiled pass does not take
+        assert CPU.free_sums(y.astype(np.float32), alpha, G, C, up, low).tolist()[0] == want[0]

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 
 def gram_diag(be, X, spec, x_sqnorm=None):
     """k(x_i, x_i) for every row of ``X`` (float64), without forming any Gram block."""
@@ -113,12 +111,6 @@ def dual_objective(be, alpha, G, *, on_device=False) -> float:
     return d if on_device else float(d)
 
 
-def _float64_vectors(*arrays) -> bool:
-    """Whether every one of ``arrays`` is a 1-d float64 NumPy array of one length."""
-    n = arrays[0].shape[0] if type(arrays[0]) is np.ndarray else -1
-    return all(type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.shape[0] == n for a in arrays)
-
-
 def bias(be, y, alpha, G, C, *, also=()):
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
     the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
@@ -134,25 +126,18 @@ def bias(be, y, alpha, G, C, *, also=()):
     each); then returns ``(b, [their values as floats])``.
     """
     xp = be.xp
-    if not also and _float64_vectors(y, alpha, G, C):
-        # (CPU: one compiled pass for the free set instead of a dozen NumPy calls of a few microseconds each,
-        # which a fit of many small class pairs pays per pair; the same sum of the same array, so the same b)
-        from .._backend.ops.smo_pairwise import free_yG
-
-        w, n_free = free_yG(y, alpha, G, C, 1.0 - 1e-12, 1e-12)
-        if n_free > 0:
-            return -(float(np.sum(w)) / n_free)
-    yG = y * G
-    at_up = alpha >= C * (1.0 - 1e-12)
-    at_low = alpha <= C * 1e-12
-    free = ~(at_up | at_low)
-    # the count (exact in float64) and the sum in one copy to the host, not two scalar reads (GPU syncs)
-    h = be.to_host(xp.stack([xp.sum(free, dtype=xp.float64), xp.sum(xp.where(free, yG, 0.0)), *also]))
+    up, low = 1.0 - 1e-12, 1e-12
+    # the count (exact in float64) and the sum in one copy to the host, not two scalar reads (GPU syncs);
+    # one compiled pass on the CPU (the fused op free_sums)
+    h = be.free_sums(y, alpha, G, C, up, low, also)
     extra = [float(v) for v in h[2:]]
     n_free = int(h[0])
     if n_free > 0:
         rho = float(h[1]) / n_free
     else:
+        yG = y * G
+        at_up = alpha >= C * up
+        at_low = alpha <= C * low
         pos = y > 0
         ub_mask = (at_up & ~pos) | (at_low & pos)
         lb_mask = (at_up & pos) | (at_low & ~pos)
@@ -355,7 +340,7 @@ def float32_gram_errors(be, X, spec, x_sqnorm=None, *, computed_in="float64", sa
         return 0.0, 0.0
     idx = (xp.arange(m, dtype=xp.int64) * (n - 1)) // (m - 1)  # evenly spaced: k (n - 1) // (m - 1)
     if rows is not None:  # (host ints: on the CPU idx is a host array too)
-        rows = rows[idx] if xp is np else be.asarray(rows[be.to_host(idx)])
+        rows = be.asarray(rows[be.to_host(idx)]) if be.is_gpu else rows[idx]
     S = be.take_rows(X, idx if rows is None else rows)
     sq = None
     if spec.kind == "rbf":

@@ -1119,20 +1119,3 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
                  "gram_evaluations": int(counters[4]), "cache_rows": cap,
                  "cache_rows_used": int(counters[1])},
     }
-
-
-@numba.njit(cache=True, nogil=True)
-def free_yG(y, alpha, G, C, up, low):
-    """For :func:`gpusvm._solvers._common.bias` on the CPU: ``(where(free, y * G, 0.0), count of free)``,
-    free meaning ``not (alpha >= C * up or alpha <= C * low)``, each operation as the array code's (so the
-    same array, whose NumPy sum is then that of the array code)."""
-    n = y.shape[0]
-    w = np.empty(n)
-    n_free = 0
-    for t in range(n):
-        if alpha[t] >= C[t] * up or alpha[t] <= C[t] * low:
-            w[t] = 0.0
-        else:
-            w[t] = y[t] * G[t]
-            n_free += 1
-    return w, n_free
