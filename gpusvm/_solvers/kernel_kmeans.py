@@ -240,6 +240,12 @@ def _kmeanspp(be, K, diag, k, rng):
     return seeds
 
 
+def _group_starts(counts_h):
+    """Where each cluster's group begins in the label-sorted order, and the end: ``[0, c_0, c_0 + c_1, ...]``
+    from the clusters' sizes on the host (a host int array)."""
+    return [0] + [int(s) for s in counts_h.cumsum().tolist()]
+
+
 def _lloyd(be, K, diag, k, rng, max_iter):
     """Kernel k-means (Lloyd iterations) on a precomputed m x m Gram block.
 
@@ -264,9 +270,7 @@ def _lloyd(be, K, diag, k, rng, max_iter):
         counts = xp.bincount(labels, minlength=k)
         # group columns by cluster (stable order: by label, then by index)
         order = xp.argsort(labels * m + ar)
-        starts = [0]
-        for c in range(k):
-            starts.append(starts[-1] + int(counts_h[c]))
+        starts = _group_starts(counts_h)
         sums = _group_sums(be, K[order], starts)  # (k, m): sum_{j in S_c} K[j, i] = K[i, j]
         safe = xp.maximum(counts, 1).astype(xp.float64)
         within = xp.bincount(labels, weights=sums[labels, ar], minlength=k)
@@ -385,9 +389,7 @@ def kernel_kmeans_sample(be, X, spec, n_clusters, sample_size, rng, *, candidate
     labels_s, n_iter, counts_h = _lloyd(be, K, diag, k, rng, max_iter)
     counts = xp.bincount(labels_s, minlength=k)
     order = xp.argsort(labels_s * m + xp.arange(m))
-    starts = [0]
-    for c in range(k):  # (from the sizes _lloyd read, not another copy to the host)
-        starts.append(starts[-1] + int(counts_h[c]))
+    starts = _group_starts(counts_h)  # (from the sizes _lloyd read, not another copy to the host)
     sums = _group_sums(be, K[order], starts).T[order]
     lab_sorted = labels_s[order]
     within = xp.bincount(lab_sorted, weights=sums[xp.arange(m), lab_sorted], minlength=k)
