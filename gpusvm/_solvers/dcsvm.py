@@ -543,23 +543,22 @@ def _cluster_sizes(be, y, labels, k):
 
 def _run_level(be, X, y, C, alpha, labels, k, spec, *, solver, tol, max_iter, cache_bytes, options,
                random_state, executor, worker_device, level, batch=None, x_sqnorm=None, cluster_jobs=None,
-               sizes=None):
+               cluster_sizes=None):
     """Solve the k subproblems of one level; returns (new alpha, per-cluster results, per-cluster row
-    indices, number of clusters solved by the batched path). ``sizes``: :func:`_cluster_sizes` when the
+    indices, number of clusters solved by the batched path). ``cluster_sizes``: :func:`_cluster_sizes` when the
     caller has them."""
     xp = be.xp
     n = int(y.shape[0])
     order = xp.argsort(labels * n + xp.arange(n))
-    counts, n_pos = _cluster_sizes(be, y, labels, k) if sizes is None else sizes
+    sizes, n_pos = _cluster_sizes(be, y, labels, k) if cluster_sizes is None else cluster_sizes
     starts = [0]
     for c in range(k):
-        starts.append(starts[-1] + int(counts[c]))
+        starts.append(starts[-1] + sizes[c])
     idx = [order[starts[c]:starts[c + 1]] for c in range(k)]
     results: list = [None] * k
     n_batched = 0
     if executor is None and batch is not None:
         # clusters of two classes and at most batch["max_size"] points: all in one batched solve
-        sizes = [starts[c + 1] - starts[c] for c in range(k)]
         take = [c for c in range(k) if 2 <= sizes[c] <= batch["max_size"] and 0 < n_pos[c] < sizes[c]]
         if take:
             try:
@@ -842,7 +841,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
             be, X, y, C, alpha, labels, kl, spec, solver=solver, tol=sub_tol, max_iter=max_iter,
             cache_bytes=cache_bytes, options=options, random_state=random_state, executor=executor,
             worker_device=worker_device, level=level, batch=batch_cfg, x_sqnorm=x_sqnorm,
-            cluster_jobs=cluster_jobs, sizes=sizes)
+            cluster_jobs=cluster_jobs, cluster_sizes=sizes)
         be.sync()
         t2 = time.perf_counter()
         models[level] = _local_models(be, X, y, x_sqnorm, level, clustering, results, idx, alpha)
