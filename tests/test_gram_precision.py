@@ -189,10 +189,10 @@ def test_raw_pixel_values_keep_float32_rbf_rows():
     the worst float32 diagonal is off by about 1e-4 of the curvatures (uniform pixels; skin_nonskin 2.9e-5,
     whose float32 solve reached LIBSVM's objective to 3e-7 on an H100), below FLOAT32_MAX_DIAGONAL_ERROR,
     so the rows stay float32."""
-    from gpusvm._solvers.smo_batched import _centered_for_rbf
+    from gpusvm._solvers.smo_batched import centered_for_rbf
 
     X = np.random.default_rng(0).integers(0, 256, size=(5000, 3)).astype(np.float64)
-    Xc, sq = _centered_for_rbf(CPU, X, CPU.row_sqnorms(X, np.float64))
+    Xc, sq = centered_for_rbf(CPU, X, CPU.row_sqnorms(X, np.float64))
     spec = GramSpec("rbf", gamma=0.03)
     pair, diag = float32_gram_errors(CPU, Xc, spec, sq, computed_in="float32")
     assert 0 < diag < FLOAT32_MAX_DIAGONAL_ERROR and pair < FLOAT32_MAX_CURVATURE_ERROR

@@ -170,7 +170,8 @@ from typing import Any
 from .._backend.base import is_device_oom
 from .._parallel import map_problems, map_threads
 from . import get_binary_solver
-from ._common import resolve_gram_dtype, step_cap
+from ._common import resolve_gram_dtype
+from .segments import BATCH_MODES, solve_segments
 from .smo import ROWS_SOLVERS
 from .kernel_kmeans import KernelClustering, assign_clusters, kernel_kmeans_sample
 
@@ -425,47 +426,18 @@ def _check_sizes(n, n_levels, k, m, stop=0, min_cluster_size=0):
     check_cluster_count(n, n_levels, k, stop, min_cluster_size)
 
 
-# the solvers whose subproblems the batched path can take, and their local_smo mode
-_BATCH_MODES = {"smo": 0, "pa-smo": 1}
-
-
 def batchable(solver) -> bool:
     """Whether the subproblems of ``solver`` can run through :func:`_solve_batched`: the SMO solvers,
     whose exact solve the batched local SMO performs (their options, shrinking, working-set size or the
     decomposition, change how a solver reaches the solution, not which; ``gram_dtype`` and ``pa_recent``
     are honoured)."""
-    return solver in _BATCH_MODES
-
-
-def _segment_free_sums(be, y, alpha, G, C, seg_id, nb):
-    """The (2, nb) device array of each segment's number of free variables (float64) and sum of y G over them,
-    for :func:`_segment_bias` (all segments in one pass)."""
-    xp = be.xp
-    free = (alpha > 0) & (alpha < C)
-    return xp.stack([xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb),
-                     xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)])
-
-
-def _segment_bias(be, y, alpha, G, C, sizes, starts, n_free, s_free):
-    """Per-segment intercepts, as :func:`gpusvm._solvers._common.bias` computes each: the mean of y G over a
-    segment's free variables (``n_free`` and ``s_free``, host lists from :func:`_segment_free_sums`), or that
-    function itself for a segment without."""
-    from ._common import bias
-
-    nb = len(sizes)
-    out = []
-    for c in range(nb):
-        if n_free[c] > 0:
-            out.append(-s_free[c] / n_free[c])
-        else:
-            a, b = starts[c], starts[c] + sizes[c]
-            out.append(float(bias(be, y[a:b], alpha[a:b], G[a:b], C[a:b])))
-    return out
+    return solver in BATCH_MODES
 
 
 def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_iter, options, x_sqnorm,
                    max_bytes):
-    """Solve the subproblems of ``clusters`` (indices into ``idx``) together with ``be.local_smo_batched``.
+    """Solve the subproblems of ``clusters`` (indices into ``idx``) together with ``be.local_smo_batched``
+    (:func:`gpusvm._solvers.segments.solve_segments`).
 
     Every cluster's Gram block is formed once (``gram_dtype`` of the solver options, float32 by default),
     its start is the current alpha restricted to it (after :func:`repair_feasibility`, per cluster), and
@@ -474,62 +446,20 @@ def _solve_batched(be, X, y, C, alpha, idx, clusters, spec, *, solver, tol, max_
     launches whose Gram blocks hold at most ``max_bytes`` (a cluster larger than that alone gets its own).
     Returns ``{c: result dict}`` in :func:`_solve_one`'s format.
     """
-    xp = be.xp
     # float64 blocks where float32 ones would perturb the problem (see resolve_gram_dtype)
     gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, options.get("gram_dtype", "float32"), computed_in="float32")
-    gdt = xp.float64 if gram_dtype == "float64" else xp.float32
-    itemsize = 8 if gdt == xp.float64 else 4
-    mode = _BATCH_MODES[solver]
-    pa_recent = int(options.get("pa_recent", 2))
-    sizes_all = {c: int(idx[c].shape[0]) for c in clusters}
-    chunks, cur, cur_bytes = [], [], 0
+    problems = []
     for c in clusters:
-        nbytes = sizes_all[c] ** 2 * itemsize
-        if cur and cur_bytes + nbytes > max_bytes:
-            chunks.append(cur)
-            cur, cur_bytes = [], 0
-        cur.append(c)
-        cur_bytes += nbytes
-    if cur:
-        chunks.append(cur)
+        ic = idx[c]
+        yc = y[ic]
+        problems.append((ic, yc, C[ic], repair_feasibility(be, yc, alpha[ic])))
+    done = solve_segments(be, X, problems, spec, mode=BATCH_MODES[solver], tol=tol, max_iter=max_iter,
+                          gram_dtype=gram_dtype, x_sqnorm=x_sqnorm, pa_recent=int(options.get("pa_recent", 2)),
+                          max_bytes=max_bytes)
     out = {}
-    for chunk in chunks:
-        sizes = [sizes_all[c] for c in chunk]
-        starts, k_off = [0], []
-        for q in sizes[:-1]:
-            starts.append(starts[-1] + q)
-        tot = 0
-        for q in sizes:
-            k_off.append(tot)
-            tot += q * q
-        seg = starts + [starts[-1] + sizes[-1]]
-        K_flat = xp.empty(tot, dtype=gdt)
-        diag_parts, a_parts = [], []
-        for c, q, off in zip(chunk, sizes, k_off):
-            ic = idx[c]
-            Xc = be.take_rows(X, ic)
-            sq = None if x_sqnorm is None else x_sqnorm[ic]
-            Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
-            K_flat[off:off + q * q] = Kc.reshape(-1)
-            diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
-            a_parts.append(repair_feasibility(be, y[ic], alpha[ic]))
-        rows = xp.concatenate([idx[c] for c in chunk])
-        yb, Cb = y[rows], C[rows]
-        cap = step_cap(max_iter, max(sizes))  # (-1: LIBSVM's limit for the largest cluster)
-        a, G, steps, gap = be.local_smo_batched(K_flat, k_off, seg, yb, xp.concatenate(a_parts), Cb,
-                                                xp.concatenate(diag_parts), float(tol), cap, mode, pa_recent)
-        seg_id = xp.repeat(xp.arange(len(chunk)), sizes)
-        # the segments' free counts and sums (their intercepts), objectives and steps in one copy to the host
-        # (four GPU syncs apart; the steps are exact in float64)
-        n_free, s_free, obj, steps_h = be.to_host(xp.concatenate([
-            _segment_free_sums(be, yb, a, G, Cb, seg_id, len(chunk)),
-            xp.stack([xp.bincount(seg_id, weights=0.5 * a - 0.5 * a * G, minlength=len(chunk)),
-                      steps.astype(xp.float64)])])).tolist()
-        b = _segment_bias(be, yb, a, G, Cb, sizes, starts, n_free, s_free)
-        for j, c in enumerate(chunk):
-            lo, hi = seg[j], seg[j + 1]
-            out[c] = {"alpha": a[lo:hi], "b": b[j], "objective": float(obj[j]), "n_iter": int(steps_h[j]),
-                      "converged": int(steps_h[j]) < cap, "decision": yb[lo:hi] * (G[lo:hi] + 1.0) + b[j]}
+    for c, (_, yc, _, _), r in zip(clusters, problems, done):
+        out[c] = {"alpha": r["alpha"], "b": r["b"], "objective": r["objective"], "n_iter": r["n_iter"],
+                  "converged": r["converged"], "decision": yc * (r["G"] + 1.0) + r["b"]}
     return out
 
 

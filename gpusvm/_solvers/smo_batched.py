@@ -34,7 +34,7 @@ Hierarchical Decomposition Algorithm for Support Vector Machines", 2017), writte
   the cache's host-side bookkeeping of ``i`` and ``B``), never inside the local solve;
 * float32 rows are stored as float64 when a sample shows float32 would perturb the problem (linear and
   polynomial grams far from the origin, :func:`~gpusvm._solvers._common.resolve_gram_dtype`); RBF rows
-  of dense data far from the origin are computed from the centred data instead (:func:`_centered_for_rbf`);
+  of dense data far from the origin are computed from the centred data instead (:func:`centered_for_rbf`);
 * with float32 Gram rows, the stop is certified in float64: the running gradient carries the rows'
   rounding (about 1e-7 of each value, summed over the support vectors with weights up to ``C``, as in
   LIBSVM's own float Gram cache), so once the gap closes ``G`` is recomputed from alpha with float64
@@ -120,7 +120,7 @@ def _top_k(xp, score, k, negated=False):
     return idx, (score[idx] < xp.inf) if negated else (score[idx] > -xp.inf)
 
 
-def _centered_for_rbf(be, X, x_sqnorm):
+def centered_for_rbf(be, X, x_sqnorm):
     """``(X, x_sqnorm)`` of dense ``X`` moved to its mean when its rows lie further from the origin than
     they spread (squared norm of the mean above the total variance); else unchanged.
 
@@ -212,7 +212,7 @@ def solve_batched(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None,
     if x_sqnorm is None and spec.kind == "rbf":
         x_sqnorm = be.row_sqnorms(X, xp.float64)
     if spec.kind == "rbf" and gdt == xp.float32 and not be.issparse(X):
-        X, x_sqnorm = _centered_for_rbf(be, X, x_sqnorm)
+        X, x_sqnorm = centered_for_rbf(be, X, x_sqnorm)
     # float32 rows that would perturb the problem (linear and poly grams far from the origin, which
     # centring does not change) are stored as float64 instead: see resolve_gram_dtype
     gram_dtype = resolve_gram_dtype(be, X, spec, x_sqnorm, gram_dtype, computed_in="float32", verbose=verbose)

@@ -1,0 +1,150 @@
+"""Many small, independent C-SVC duals solved together: one launch of ``be.local_smo_batched`` per chunk.
+
+One after the other, each small binary problem costs the GPU decomposition's fixed costs: its rounds of
+working-set selection, Gram rows and local solve, each a few launches and host synchronizations, which
+dwarf the arithmetic of a problem of a few hundred points. Two callers have many such problems at once:
+
+* :mod:`gpusvm._solvers.dcsvm`, the clusters of one DC-SVM level (warm-started);
+* :class:`gpusvm.SVC`, the class pairs of a one-vs-one fit (cold).
+
+:func:`solve_segments` forms each problem's whole Gram block once into one flat buffer (a segment) and
+runs the exact SMO or PA-SMO solve of every segment to ``tol`` in one launch of the fused op
+``local_smo_batched`` (kernels/smo_local.cu: one CUDA thread block per segment, a thread owning several
+variables when the segment exceeds the block; the CPU twin solves the segments one after the other).
+Intercepts, dual objectives and step counts of all segments then come to the host in one copy.
+
+This module imports neither NumPy nor CuPy: everything goes through ``be``.
+"""
+
+from __future__ import annotations
+
+from ._common import bias, step_cap
+
+__all__ = ["BATCH_MODES", "DEFAULT_MAX_BYTES", "solve_segments"]
+
+#: The binary solvers whose exact solve the batched local SMO performs, and its ``mode`` for each
+BATCH_MODES = {"smo": 0, "pa-smo": 1}
+#: Default bound on the Gram blocks of one launch (bytes)
+DEFAULT_MAX_BYTES = 2**30
+
+
+def segment_free_sums(be, y, alpha, G, C, seg_id, nb):
+    """The (2, nb) device array of each segment's number of free variables (float64) and sum of y G over them,
+    for :func:`segment_bias` (all segments in one pass)."""
+    xp = be.xp
+    free = (alpha > 0) & (alpha < C)
+    return xp.stack([xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb),
+                     xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)])
+
+
+def segment_bias(be, y, alpha, G, C, sizes, starts, n_free, s_free):
+    """Per-segment intercepts, as :func:`gpusvm._solvers._common.bias` computes each: the mean of y G over a
+    segment's free variables (``n_free`` and ``s_free``, host lists from :func:`segment_free_sums`), or that
+    function itself for a segment without."""
+    out = []
+    for c in range(len(sizes)):
+        if n_free[c] > 0:
+            out.append(-s_free[c] / n_free[c])
+        else:
+            a, b = starts[c], starts[c] + sizes[c]
+            out.append(float(bias(be, y[a:b], alpha[a:b], G[a:b], C[a:b])))
+    return out
+
+
+def _chunks(sizes, itemsize, max_bytes):
+    """Consecutive runs of problem numbers whose Gram blocks hold at most ``max_bytes`` together (a problem
+    larger than that alone gets its own)."""
+    chunks, cur, cur_bytes = [], [], 0
+    for p, q in enumerate(sizes):
+        nbytes = q * q * itemsize
+        if cur and cur_bytes + nbytes > max_bytes:
+            chunks.append(cur)
+            cur, cur_bytes = [], 0
+        cur.append(p)
+        cur_bytes += nbytes
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_sqnorm=None, pa_recent=2,
+                   max_bytes=DEFAULT_MAX_BYTES):
+    """Solve the binary duals ``problems`` exactly, to ``tol``, with ``be.local_smo_batched``.
+
+    Parameters
+    ----------
+    be : Backend
+    X : dense or CSR matrix on ``be`` (index points for a precomputed gram)
+    problems : list of (rows, y, C, alpha0)
+        Each problem's rows of ``X`` (int array on ``be``), labels (+-1, float64), upper bounds and a
+        feasible start (0 <= alpha0 <= C, sum(y alpha0) = 0), all on ``be``, or None for alpha0 = 0;
+        each holds both labels.
+    spec : GramSpec
+    mode : int
+        :data:`BATCH_MODES`' value: 0 SMO, 1 planning-ahead SMO.
+    tol : float
+        Each problem's stop: its maximal violating pair's gap at most ``tol``.
+    max_iter : int
+        Step cap per problem; -1 (or None) is LIBSVM's limit for the largest problem of a launch
+        (:func:`gpusvm._solvers._common.step_cap`).
+    gram_dtype : {"float32", "float64"}
+        Type of the stored Gram blocks (the solve's alpha and gradient are float64 either way).
+    x_sqnorm : array (n,) float64 on ``be``, optional
+        Squared row norms of ``X`` (for the RBF gram).
+    pa_recent : {2, 3}
+    max_bytes : int
+        Bound on the Gram blocks of one launch.
+
+    Returns
+    -------
+    list of dict, one per problem, with ``alpha`` and ``G`` (the gradient ``Q alpha - 1``; arrays on
+    ``be``), ``b``, ``objective`` (dual), ``n_iter`` (SMO steps), ``converged`` (below the step cap).
+    """
+    xp = be.xp
+    gdt = xp.float64 if str(gram_dtype) == "float64" else xp.float32
+    itemsize = 8 if gdt == xp.float64 else 4
+    sizes_all = [int(p[1].shape[0]) for p in problems]
+    out = [None] * len(problems)
+    for chunk in _chunks(sizes_all, itemsize, max_bytes):
+        sizes = [sizes_all[p] for p in chunk]
+        starts, k_off = [0], []
+        for q in sizes[:-1]:
+            starts.append(starts[-1] + q)
+        tot = 0
+        for q in sizes:
+            k_off.append(tot)
+            tot += q * q
+        seg = starts + [starts[-1] + sizes[-1]]
+        K_flat = xp.empty(tot, dtype=gdt)
+        diag_parts = []
+        for p, q, off in zip(chunk, sizes, k_off):
+            ic = problems[p][0]
+            Xc = be.take_rows(X, ic)
+            sq = None if x_sqnorm is None else x_sqnorm[ic]
+            Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
+            K_flat[off:off + q * q] = Kc.reshape(-1)
+            diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
+        yb = xp.concatenate([problems[p][1] for p in chunk])
+        Cb = xp.concatenate([problems[p][2] for p in chunk])
+        if all(problems[p][3] is None for p in chunk):
+            a0 = xp.zeros(seg[-1], dtype=xp.float64)
+        else:
+            a0 = xp.concatenate([xp.zeros(q, dtype=xp.float64) if problems[p][3] is None else problems[p][3]
+                                 for p, q in zip(chunk, sizes)])
+        cap = step_cap(max_iter, max(sizes))  # (-1: LIBSVM's limit for the largest problem)
+        a, G, steps, _gap = be.local_smo_batched(K_flat, k_off, seg, yb, a0, Cb, xp.concatenate(diag_parts),
+                                                 float(tol), cap, mode, int(pa_recent))
+        del K_flat
+        seg_id = xp.repeat(xp.arange(len(chunk)), sizes)
+        # the segments' free counts and sums (their intercepts), objectives and steps in one copy to the host
+        # (four GPU syncs apart; the steps are exact in float64)
+        n_free, s_free, obj, steps_h = be.to_host(xp.concatenate([
+            segment_free_sums(be, yb, a, G, Cb, seg_id, len(chunk)),
+            xp.stack([xp.bincount(seg_id, weights=0.5 * a - 0.5 * a * G, minlength=len(chunk)),
+                      steps.astype(xp.float64)])])).tolist()
+        b = segment_bias(be, yb, a, G, Cb, sizes, starts, n_free, s_free)
+        for j, p in enumerate(chunk):
+            lo, hi = seg[j], seg[j + 1]
+            out[p] = {"alpha": a[lo:hi], "G": G[lo:hi], "b": b[j], "objective": float(obj[j]),
+                      "n_iter": int(steps_h[j]), "converged": int(steps_h[j]) < cap}
+    return out
