@@ -43,7 +43,8 @@ _XFAIL = {
 }
 
 
-@parametrize_with_checks([SVC(device="cpu"), SVC(kernel="precomputed", device="cpu")],
+@parametrize_with_checks([SVC(device="cpu"), SVC(kernel="precomputed", device="cpu"),
+                          SVC(batch_pairs=True, device="cpu")],
                          expected_failed_checks=lambda est: _XFAIL)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

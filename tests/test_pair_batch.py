@@ -1,0 +1,210 @@
+"""SVC(batch_pairs=...): the class pairs of a one-vs-one fit solved together (gpusvm._solvers.segments).
+
+On the CPU the compiled twin of the batched local SMO runs (the GPU's kernel in the GPU tests); the
+solution must be the one of the pairs solved one by one, up to ``tol``, and a KKT point of each pair's
+dual to ``tol`` in float64."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.svm import SVC as SkSVC
+
+import gpusvm._solvers.segments as segments
+import gpusvm.svc as svc_module
+from gpusvm import GramSpec, get_backend
+from gpusvm._solvers._common import kkt_gap
+from gpusvm.datasets import load_bundled
+from gpusvm.svc import SVC
+
+CPU = get_backend("cpu")
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """The sizes of the problems each call of solve_segments received."""
+    calls = []
+    real = segments.solve_segments
+
+    def wrapped(be, X, problems, spec, **kw):
+        calls.append([int(p[1].shape[0]) for p in problems])
+        return real(be, X, problems, spec, **kw)
+
+    monkeypatch.setattr(segments, "solve_segments", wrapped)
+    return calls
+
+
+def _digits(n=600):
+    X, y = load_bundled("digits")
+    return X[:n], y[:n]
+
+
+def _pair_gaps(m, X, y, C, spec):
+    """The float64 KKT gap of every class pair's dual at the fitted coefficients (m._pair_coef, m._pair_b)."""
+    classes = m.classes_
+    coef_all = np.asarray(m._pair_coef)
+    sv = np.asarray(m.support_)
+    gaps = []
+    p = 0
+    for a in range(len(classes)):
+        for b in range(a + 1, len(classes)):
+            rows = np.flatnonzero((y == classes[a]) | (y == classes[b]))
+            yb = np.where(y[rows] == classes[a], 1.0, -1.0)
+            coef = np.zeros(X.shape[0])
+            coef[sv] = coef_all[p]
+            alpha = coef[rows] * yb
+            K = CPU.gram(X[rows], X[rows], spec, dtype=np.float64)
+            G = yb * (K @ (alpha * yb)) - 1.0
+            gaps.append(kkt_gap(CPU, yb, alpha, G, np.full(rows.shape[0], C)))
+            p += 1
+    return np.array(gaps)
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+@pytest.mark.parametrize("kernel, kw", [("rbf", {"gamma": 0.02}), ("poly", {"gamma": 0.01, "degree": 2}),
+                                        ("linear", {})])
+def test_pairs_together_solve_every_pair_to_tol(solver, kernel, kw, spy):
+    X, y = _digits()
+    C = 3.0
+    one = SVC(C=C, kernel=kernel, solver=solver, device="cpu", decision_function_shape="ovo", **kw).fit(X, y)
+    assert spy == []  # "auto" on the CPU: one by one
+    m = SVC(C=C, kernel=kernel, solver=solver, device="cpu", decision_function_shape="ovo", batch_pairs=True,
+            **kw).fit(X, y)
+    assert len(spy) == 1 and len(spy[0]) == 45  # every pair in one call
+    spec = GramSpec(kernel, gamma=kw.get("gamma", 0.0), degree=kw.get("degree", 3), coef0=0.0)
+    assert _pair_gaps(m, X, y, C, spec).max() <= 1e-3 * (1 + 1e-6)
+    np.testing.assert_allclose(m.objective_, one.objective_, rtol=1e-5)
+    # two solutions to the same tolerance: decision values a few tol apart
+    np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=1e-2)
+    assert np.mean(m.predict(X) == one.predict(X)) >= 0.995
+    assert m.fit_status_ == 0 and m.n_iter_.shape == (45,) and (m.n_iter_ > 0).all()
+
+
+def test_pairs_together_agree_with_sklearn_on_digits():
+    X, y = load_bundled("digits")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    m = SVC(C=10.0, gamma=0.02, device="cpu", batch_pairs=True).fit(Xtr, ytr)
+    ref = SkSVC(C=10.0, gamma=0.02).fit(Xtr, ytr)
+    assert np.mean(m.predict(Xte) == ref.predict(Xte)) >= 0.995
+    assert abs(m.support_.shape[0] - ref.support_.shape[0]) <= 0.02 * ref.support_.shape[0]
+
+
+def test_pairs_together_with_weights_copies_and_two_classes(spy):
+    X, y = load_bundled("breast_cancer")
+    X = X / X.max(axis=0)
+    X = np.vstack([X, X[:50]])  # copies (merged with deduplicate=True, split back)
+    y = np.concatenate([y, y[:50]])
+    sw = np.random.default_rng(0).uniform(0.2, 3.0, size=len(y))
+    sw[:10] = 0.0
+    kw = dict(C=5.0, gamma=0.5, class_weight={0: 2.0, 1: 0.5}, deduplicate=True, device="cpu")
+    one = SVC(**kw).fit(X, y, sample_weight=sw)
+    m = SVC(batch_pairs=True, **kw).fit(X, y, sample_weight=sw)
+    assert spy == [[np.unique(np.c_[X[10:], y[10:]], axis=0).shape[0]]]  # two classes, merged copies
+    ref = SkSVC(C=5.0, gamma=0.5, class_weight={0: 2.0, 1: 0.5}).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), atol=5e-3)
+    np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=5e-3)
+    assert m.objective_[0] == pytest.approx(one.objective_[0], rel=1e-5)
+    assert not np.isin(np.arange(10), m.support_).any()  # zero weight: never a support vector
+
+
+def test_pairs_together_with_a_precomputed_gram():
+    X, y = _digits(300)
+    K = CPU.gram(X, X, GramSpec("rbf", gamma=0.02), dtype=np.float64)
+    a = SVC(kernel="precomputed", device="cpu", batch_pairs=True).fit(K, y)
+    b = SVC(gamma=0.02, device="cpu", batch_pairs=True).fit(X, y)
+    # (the fit on X takes its RBF values from centred rows: last bits apart, so two paths to the same tol)
+    assert abs(a.support_.shape[0] - b.support_.shape[0]) <= 0.02 * b.support_.shape[0]
+    np.testing.assert_allclose(a.decision_function(K), b.decision_function(X), atol=1e-2)
+    np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-5)
+
+
+def test_pairs_together_take_rbf_values_of_data_far_from_the_origin_from_centred_rows():
+    X, y = _digits(300)
+    X = X / 16.0
+    near = SVC(gamma=0.5, device="cpu", batch_pairs=True).fit(X, y)
+    far = SVC(gamma=0.5, device="cpu", batch_pairs=True).fit(X + 1e4, y)  # float64 would cancel 8 digits
+    np.testing.assert_allclose(far.decision_function(X + 1e4), near.decision_function(X), atol=1e-6)
+
+
+def test_pairs_above_the_size_limit_are_solved_one_by_one(spy, monkeypatch):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(260, 5))
+    y = np.repeat([0, 1, 2], [40, 40, 180])
+    X[:, 0] += y
+    monkeypatch.setattr(svc_module, "PAIR_BATCH_MAX_SIZE", 100)
+    m = SVC(device="cpu", batch_pairs=True, decision_function_shape="ovo").fit(X, y)
+    assert spy == [[80]]  # the pair (0, 1); (0, 2) and (1, 2) hold 220 points
+    one = SVC(device="cpu", decision_function_shape="ovo").fit(X, y)
+    # the large pairs took the one-by-one solve: the same steps and intercepts to the bit
+    np.testing.assert_array_equal(m.n_iter_[1:], one.n_iter_[1:])
+    np.testing.assert_array_equal(m.intercept_[1:], one.intercept_[1:])
+    np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=5e-3)
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_pairs_together_max_iter_warns_and_model_is_usable(solver):
+    X, y = _digits(300)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        m = SVC(max_iter=5, solver=solver, device="cpu", batch_pairs=True).fit(X, y)
+    assert m.fit_status_ == 1 and (m.n_iter_ == 5).all()
+    assert np.mean(m.predict(X) == y) > 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert SVC(device="cpu", batch_pairs=True).fit(X, y).fit_status_ == 0
+
+
+def test_batch_pairs_parameter_checks(spy):
+    X, y = _digits(200)
+    with pytest.raises(ValueError, match="'batch_pairs' parameter of SVC must be 'auto' or a bool"):
+        SVC(batch_pairs="yes", device="cpu").fit(X, y)
+    with pytest.warns(UserWarning, match="batch_pairs=True applies to the SMO solvers"):
+        SVC(batch_pairs=True, solver="alfpgm", device="cpu").fit(X, y)
+    assert spy == []
+
+
+def test_cross_validation_folds_of_probability_solved_together(spy):
+    X, y = _digits(400)
+    X = X / 16.0
+    X, y = np.vstack([X, X[:1] + 0.05]), np.append(y, 10)  # an 11th class of one point: one-class folds
+    one = SVC(probability=True, random_state=0, device="cpu").fit(X, y)
+    m = SVC(probability=True, random_state=0, device="cpu", batch_pairs=True).fit(X, y)
+    assert [len(c) for c in spy] == [55, 5 * 55 - 10]  # the pairs, then their folds (not the one-class ones)
+    # the sigmoids are fitted to decision values a few tol apart; those of the pairs with the one-point
+    # class (one positive among about 40 points) move most, and are left to predict_proba below
+    many = np.array([b != 10 for a in range(11) for b in range(a + 1, 11)])
+    np.testing.assert_allclose(m.probA_[many], one.probA_[many], rtol=5e-2, atol=1e-2)
+    np.testing.assert_allclose(m.probB_[many], one.probB_[many], rtol=5e-2, atol=1e-2)
+    np.testing.assert_allclose(m.predict_proba(X), one.predict_proba(X), atol=1e-2)
+
+
+def test_pairs_together_print_libsvms_summary_per_pair(capsys):
+    X, y = _digits(200)
+    SVC(device="cpu", batch_pairs=True, verbose=True).fit(X, y)
+    assert capsys.readouterr().out.count("optimization finished, #iter = ") == 45
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU (skips without a CUDA device)
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+def test_gpu_solves_the_pairs_together_as_the_cpu_twin(gpu_backend, solver, spy):
+    X, y = _digits(500)
+    X = X / 16.0
+    gpu = SVC(C=3.0, solver=solver, device="gpu", decision_function_shape="ovo").fit(X, y)
+    assert len(spy) == 1 and len(spy[0]) == 45  # "auto": together on the GPU
+    cpu = SVC(C=3.0, solver=solver, device="cpu", decision_function_shape="ovo", batch_pairs=True).fit(X, y)
+    np.testing.assert_allclose(gpu.objective_, cpu.objective_, rtol=1e-6)
+    np.testing.assert_allclose(gpu.decision_function(X), cpu.decision_function(X), atol=5e-3)
+    ref = SkSVC(C=3.0, decision_function_shape="ovo").fit(X, y)
+    assert np.mean(gpu.predict(X) == ref.predict(X)) >= 0.995
+    gp = SVC(C=3.0, solver=solver, device="gpu", probability=True, random_state=0).fit(X[:300], y[:300])
+    cp_ = SVC(C=3.0, solver=solver, device="cpu", probability=True, random_state=0, batch_pairs=True).fit(
+        X[:300], y[:300])
+    np.testing.assert_allclose(gp.predict_proba(X), cp_.predict_proba(X), atol=1e-3)
+    calls = len(spy)
+    two = SVC(C=3.0, solver=solver, device="gpu").fit(X[y < 2], y[y < 2])  # "auto": one pair, not batched
+    assert len(spy) == calls and two.fit_status_ == 0
