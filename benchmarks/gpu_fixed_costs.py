@@ -286,9 +286,23 @@ def _kmeans_only(X, k=4, m=1000):
     return {"labels": be.to_host(labels)}
 
 
+def _blobs(n_classes=30, per_class=40, d=10, seed=0):
+    """``n_classes`` Gaussian blobs of ``per_class`` points in ``d`` dimensions (centres 3 apart on average)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(n_classes, d))
+    y = np.repeat(np.arange(n_classes), per_class)
+    return centres[y] + rng.normal(size=(y.shape[0], d)), y
+
+
 CASES = {
     "digits": ("SVC rbf, sklearn digits (1,797 x 64, 10 classes: 45 pairs), C=1, gamma=scale",
                _digits, lambda: SVC(C=1.0, kernel="rbf", device="gpu")),
+    "digits-seq": ("the same, batch_pairs=False (the pairs one after the other, as before batch_pairs)",
+                   _digits, lambda: SVC(C=1.0, kernel="rbf", device="gpu", batch_pairs=False)),
+    "blobs-30c": ("SVC rbf, 30 Gaussian blobs of 40 points in 10 dimensions (435 pairs of 80 points), C=1",
+                  _blobs, lambda: SVC(C=1.0, kernel="rbf", device="gpu")),
+    "blobs-30c-seq": ("the same, batch_pairs=False", _blobs,
+                      lambda: SVC(C=1.0, kernel="rbf", device="gpu", batch_pairs=False)),
     "ijcnn1-2k": ("SVC rbf, 2,000-row stratified ijcnn1 subset, C=32, gamma=2",
                   lambda: _ijcnn1(2000), lambda: SVC(C=32.0, gamma=2.0, device="gpu")),
     "dcsvc-8k": ("DCSVC defaults (k=4, L=4), 8,000-row ijcnn1 subset, C=32, gamma=2, random_state=0",
@@ -428,7 +442,7 @@ Stays, and why:
   the working set's alpha and G, the update of alpha; fewer would need a fused kernel (not written: no GPU
   here to validate one). Calls that launch nothing on CuPy (`ascontiguousarray` of a contiguous array,
   `diagonal`) are counted but left alone;
-* per solve: `_centered_for_rbf`, the float32 Gram error measure and the float32 stop's certification (each pair
+* per solve: `centered_for_rbf`, the float32 Gram error measure and the float32 stop's certification (each pair
   is its own problem).
 
 What the counts do not say: how long any of this takes on a GPU; none of these numbers is a GPU time.
