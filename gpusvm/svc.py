@@ -629,8 +629,9 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------------------------
     @device_memory_guard("SVC.fit", hint="lower cache_size (the MB of Gram rows kept on the device), "
-                         "pass float32 X, or use BudgetSVC / DCSVC, whose memory does not grow with the "
-                         "square of the number of training points")
+                         "pass batch_pairs=False (a multi-class fit then holds one pair's rows at a time, not "
+                         "up to 1 GiB of the pairs' Gram blocks), pass float32 X, or use BudgetSVC / DCSVC, "
+                         "whose memory does not grow with the square of the number of training points")
     def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-one SVC.
 

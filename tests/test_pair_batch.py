@@ -208,3 +208,19 @@ def test_gpu_solves_the_pairs_together_as_the_cpu_twin(gpu_backend, solver, spy)
     calls = len(spy)
     two = SVC(C=3.0, solver=solver, device="gpu").fit(X[y < 2], y[y < 2])  # "auto": one pair, not batched
     assert len(spy) == calls and two.fit_status_ == 0
+
+
+@pytest.mark.parametrize("form", ["csr", "float32", "precomputed"])
+def test_gpu_pairs_together_take_every_input_form(gpu_backend, form):
+    import scipy.sparse as sp
+
+    X, y = _digits(300)
+    X = X / 16.0
+    ref = SVC(gamma=0.5, device="cpu", decision_function_shape="ovo").fit(X, y)
+    A, P, kw = {"csr": (sp.csr_matrix(X), X, {"gamma": 0.5}), "float32": (X.astype(np.float32), X, {"gamma": 0.5}),
+                "precomputed": (None, None, {"kernel": "precomputed"})}[form]
+    if form == "precomputed":
+        A = P = CPU.gram(X, X, GramSpec("rbf", gamma=0.5), dtype=np.float64)
+    m = SVC(device="gpu", decision_function_shape="ovo", **kw).fit(A, y)
+    assert m.fit_status_ == 0
+    np.testing.assert_allclose(m.decision_function(P), ref.decision_function(X), atol=1e-2)
