@@ -181,6 +181,37 @@ def test_cross_validation_folds_of_probability_solved_together(spy):
     np.testing.assert_allclose(m.predict_proba(X), one.predict_proba(X), atol=1e-2)
 
 
+def test_cross_validation_folds_together_give_the_decisions_of_one_by_one(monkeypatch):
+    """Folds of three training points (no free support vector): the held-out rows, bound 0 in the batched
+    fold, were taken by the intercept's interval as at both bounds, which moved it (a decision -0.437 where
+    the one-by-one fold gives 0.149, a Platt slope 60.5 against -2.3)."""
+    rng = np.random.default_rng(0)
+    rng.normal(size=(600, 5))  # (the draws before those of the case that showed it)
+    X, y = rng.normal(size=(10, 3)), np.repeat(np.arange(5), 2)
+    got = {False: [], True: []}
+    real = svc_module.sigmoid_train
+    for together in (False, True):
+        monkeypatch.setattr(svc_module, "sigmoid_train", lambda f, yb, k=together: (got[k].append(f.copy()),
+                                                                                  real(f, yb))[1])
+        SVC(probability=True, batch_pairs=together, random_state=0, device="cpu").fit(X, y)
+    assert len(got[True]) == len(got[False]) == 10
+    for a, b in zip(got[False], got[True]):
+        np.testing.assert_allclose(b, a, atol=1e-6)
+
+
+def test_bias_ignores_variables_bounded_at_zero():
+    from gpusvm._solvers._common import bias
+
+    rng = np.random.default_rng(1)
+    y = np.where(rng.random(12) < 0.5, 1.0, -1.0)
+    C = np.full(12, 2.0)
+    alpha = np.where(rng.random(12) < 0.5, 0.0, 2.0)  # every variable at a bound: the interval's midpoint
+    G = rng.normal(size=12)
+    b = bias(CPU, y, alpha, G, C)
+    fixed = np.r_[y, 1.0, -1.0], np.r_[alpha, 0.0, 0.0], np.r_[G, 50.0, -50.0], np.r_[C, 0.0, 0.0]
+    assert bias(CPU, *fixed) == b
+
+
 def test_pairs_together_print_libsvms_summary_per_pair(capsys):
     X, y = _digits(200)
     SVC(device="cpu", batch_pairs=True, verbose=True).fit(X, y)

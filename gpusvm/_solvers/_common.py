@@ -115,8 +115,9 @@ def bias(be, y, alpha, G, C, *, also=()):
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
     the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
 
-    An alpha within a relative 1e-12 of a bound counts as at it. A warm start (DC-SVM's levels, rescaled to
-    feasibility) can leave an alpha at C (1 - 1e-16), and so can LIBSVM's pair update, which sets the second
+    An alpha within a relative 1e-12 of a bound counts as at it; a variable with ``C_i = 0`` counts nowhere. A
+    warm start (DC-SVM's levels, rescaled to feasibility) can leave an alpha at C (1 - 1e-16), and so can
+    LIBSVM's pair update, which sets the second
     alpha from the first (``C_j + diff``): when both reach a bound in one step, one can land at C (1 - 1e-14)
     (the pair-at-a-time solver reproduces LIBSVM's alphas, this too); counted as free, that
     one variable would set b to an end of the interval of optimal intercepts, where LIBSVM leaves it (see
@@ -136,8 +137,11 @@ def bias(be, y, alpha, G, C, *, also=()):
         rho = float(h[1]) / n_free
     else:
         yG = y * G
-        at_up = alpha >= C * up
-        at_low = alpha <= C * low
+        # a variable whose bound is 0 is fixed at 0 and bounds no intercept (SVC's cross-validation folds hold
+        # their held-out rows so, gpusvm.svc.SVC._cv_decisions_together); at both ends it would bound both sides
+        live = C > 0
+        at_up = (alpha >= C * up) & live
+        at_low = (alpha <= C * low) & live
         pos = y > 0
         ub_mask = (at_up & ~pos) | (at_low & pos)
         lb_mask = (at_up & pos) | (at_low & ~pos)
