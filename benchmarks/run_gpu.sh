@@ -15,6 +15,9 @@
 #             at b542594, the --configs variants not yet).
 #   "certify": benchmarks/batched_certify.py --device $ONE_DEVICE: what the float64 check of the batched
 #             solver's float32 stop finds and costs (CERTIFY_ARGS, e.g. --datasets a9a ijcnn1).
+#   "pairs":  benchmarks/pair_batch.py --devices $DEVICES: multi-class SVC with the class pairs one by one
+#             against together (batch_pairs; digits, 435 and 1,225 small pairs; PAIRS_ARGS). Not yet run on a
+#             GPU; the one-by-one GPU row of the 1,225-pair case is about 20 s a fit (3 repeats + warm-up).
 #
 # Usage:  benchmarks/run_gpu.sh [DATA_DIR] [NAME]
 #   DATA_DIR  folder of the LIBSVM .xz files (default: $GPUSVM_DATA, else ../shared/data)
@@ -121,8 +124,11 @@ for step in $STEPS; do
         # shellcheck disable=SC2086
         $PY benchmarks/batched_certify.py --device "$ONE_DEVICE" --tag "$ONE_DEVICE" --out "$DEST" \
             ${CERTIFY_ARGS:---datasets a9a ijcnn1 phishing w8a} || status=1 ;;
+    pairs)
+        # shellcheck disable=SC2086
+        $PY benchmarks/pair_batch.py --devices "$DEVICES" --out "$DEST" ${PAIRS_ARGS:-} || status=1 ;;
     *)
-        echo "unknown step $step (nvcc, tests, micro, paper, budget, linear, dcsvm, certify)" >&2; status=2 ;;
+        echo "unknown step $step (nvcc, tests, micro, paper, budget, linear, dcsvm, certify, pairs)" >&2; status=2 ;;
     esac
 done
 if [ -n "${TARBALL:-}" ]; then
