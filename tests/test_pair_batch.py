@@ -255,3 +255,27 @@ def test_gpu_pairs_together_take_every_input_form(gpu_backend, form):
     m = SVC(device="gpu", decision_function_shape="ovo", **kw).fit(A, y)
     assert m.fit_status_ == 0
     np.testing.assert_allclose(m.decision_function(P), ref.decision_function(X), atol=1e-2)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_blocks_gathered_from_one_gram_are_the_blocks(sparse, kernel, backend):
+    import scipy.sparse as sp
+
+    be = backend
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(90, 6))
+    Xb = be.asarray(sp.csr_matrix(X) if sparse else X)
+    spec = GramSpec(kernel, gamma=0.3, degree=2, coef0=1.0)
+    sq = be.row_sqnorms(Xb, np.float64)
+    sets = [rng.choice(90, size=q, replace=False) for q in (30, 1, 57, 12)]
+    K_flat, diag = segments._blocks_from_one_gram(be, Xb, be.asarray(np.concatenate(sets)), [len(s) for s in sets],
+                                                  spec, sq, np.float64)
+    K_flat, diag = be.to_host(K_flat), be.to_host(diag)
+    off = 0
+    for s in sets:
+        K = CPU.gram(X[s], X[s], spec, dtype=np.float64)
+        np.testing.assert_allclose(K_flat[off:off + len(s) ** 2].reshape(len(s), len(s)), K, rtol=1e-12, atol=1e-12)
+        off += len(s) ** 2
+    np.testing.assert_allclose(diag, np.concatenate([np.diagonal(CPU.gram(X[s], X[s], spec, dtype=np.float64))
+                                                     for s in sets]), rtol=1e-12)

@@ -26,6 +26,9 @@ __all__ = ["BATCH_MODES", "DEFAULT_MAX_BYTES", "solve_segments"]
 BATCH_MODES = {"smo": 0, "pa-smo": 1}
 #: Default bound on the Gram blocks of one launch (bytes)
 DEFAULT_MAX_BYTES = 2**30
+#: Launches whose blocks hold at least as many values as the whole Gram matrix of ``X`` and at most this many
+#: take their blocks from that matrix, computed once (see :func:`_blocks_from_one_gram`)
+ONE_GRAM_MAX_VALUES = 2**23
 
 
 def segment_free_sums(be, y, alpha, G, C, seg_id, nb):
@@ -65,6 +68,34 @@ def _chunks(sizes, itemsize, max_bytes):
     if cur:
         chunks.append(cur)
     return chunks
+
+
+def _blocks_from_one_gram(be, X, rows, sizes, spec, x_sqnorm, gdt):
+    """The flat Gram blocks and diagonals of the problems whose rows are ``rows`` (their concatenation, on
+    ``be``) of ``sizes``, gathered from the whole Gram matrix of ``X`` in one pass.
+
+    Per problem, a block costs about ten array ops (the rows gathered, the product, the transform, the copy
+    into the flat buffer, the diagonal): on the GPU, launches that dwarf the arithmetic of a block of a few
+    hundred points. One-vs-one class pairs cover every row of ``X`` k - 1 times, so their blocks hold
+    2 (k - 1) / k times as many values as ``K(X, X)`` itself: one product and one gather, with flat indices
+    built on the device, do the same. The values are those of the per-problem products up to the rounding
+    of the matrix product (a different blocking of the same sums).
+    """
+    xp = be.xp
+    n = int(X.shape[0])
+    K = be.gram(X, X, spec, x_sqnorm=x_sqnorm, y_sqnorm=x_sqnorm, dtype=gdt)
+    q = be.asarray([int(v) for v in sizes]).astype(xp.int64)
+    qq = q * q
+    tot = sum(int(v) * int(v) for v in sizes)
+    seg_of = xp.repeat(xp.arange(len(sizes), dtype=xp.int64), qq)
+    local = xp.arange(tot, dtype=xp.int64) - (xp.cumsum(qq) - qq)[seg_of]
+    qs = q[seg_of]
+    u = local // qs
+    start = (xp.cumsum(q) - q)[seg_of]
+    # (u, v) of each block entry, row-major: v = local - u q; the flat index of K[rows[u], rows[v]]
+    flat = rows[start + u] * n + rows[start + local - u * qs]
+    del seg_of, local, qs, u, start
+    return K.reshape(-1)[flat], xp.diagonal(K)[rows].astype(xp.float64)
 
 
 def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_sqnorm=None, pa_recent=2,
@@ -115,15 +146,21 @@ def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_
             k_off.append(tot)
             tot += q * q
         seg = starts + [starts[-1] + sizes[-1]]
-        K_flat = xp.empty(tot, dtype=gdt)
-        diag_parts = []
-        for p, q, off in zip(chunk, sizes, k_off):
-            ic = problems[p][0]
-            Xc = be.take_rows(X, ic)
-            sq = None if x_sqnorm is None else x_sqnorm[ic]
-            Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
-            K_flat[off:off + q * q] = Kc.reshape(-1)
-            diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
+        n_x = int(X.shape[0])
+        if len(chunk) > 1 and n_x * n_x <= tot <= ONE_GRAM_MAX_VALUES:  # (class pairs, not DC-SVM's clusters)
+            K_flat, diag = _blocks_from_one_gram(be, X, xp.concatenate([problems[p][0] for p in chunk]), sizes,
+                                                 spec, x_sqnorm, gdt)
+        else:
+            K_flat = xp.empty(tot, dtype=gdt)
+            diag_parts = []
+            for p, q, off in zip(chunk, sizes, k_off):
+                ic = problems[p][0]
+                Xc = be.take_rows(X, ic)
+                sq = None if x_sqnorm is None else x_sqnorm[ic]
+                Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
+                K_flat[off:off + q * q] = Kc.reshape(-1)
+                diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
+            diag = xp.concatenate(diag_parts)
         yb = xp.concatenate([problems[p][1] for p in chunk])
         Cb = xp.concatenate([problems[p][2] for p in chunk])
         if all(problems[p][3] is None for p in chunk):
@@ -132,8 +169,8 @@ def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_
             a0 = xp.concatenate([xp.zeros(q, dtype=xp.float64) if problems[p][3] is None else problems[p][3]
                                  for p, q in zip(chunk, sizes)])
         cap = step_cap(max_iter, max(sizes))  # (-1: LIBSVM's limit for the largest problem)
-        a, G, steps, _gap = be.local_smo_batched(K_flat, k_off, seg, yb, a0, Cb, xp.concatenate(diag_parts),
-                                                 float(tol), cap, mode, int(pa_recent))
+        a, G, steps, _gap = be.local_smo_batched(K_flat, k_off, seg, yb, a0, Cb, diag, float(tol), cap, mode,
+                                                 int(pa_recent))
         del K_flat
         seg_id = xp.repeat(xp.arange(len(chunk)), sizes)
         # the segments' free counts and sums (their intercepts), objectives and steps in one copy to the host
