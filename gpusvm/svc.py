@@ -826,10 +826,11 @@ class SVC(ClassifierMixin, BaseEstimator):
             return be.is_gpu and n_pairs > 1
         return bool(self.batch_pairs)
 
-    def _segments(self, be, rows_of, problems):
+    def _segments(self, be, rows_of, problems, keys=None):
         """Solve the binary problems ``problems`` (host ``(rows, y, C)`` each, from alpha = 0) with
         :func:`gpusvm._solvers.segments.solve_segments` and float64 Gram blocks; ``rows_of`` from
-        :func:`_segment_rows`. Returns the results, the labels on the device and each problem's end in them."""
+        :func:`_segment_rows`; problems of the same ``keys`` entry share their Gram block. Returns the
+        results, the labels on the device and each problem's (size, end) in them."""
         from ._solvers.segments import solve_segments
 
         Xg, sq, spec = rows_of
@@ -837,8 +838,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         ends = np.cumsum(sizes).tolist()
         # every problem's rows, labels and bounds in one copy each to the device; the problems are views of them
         rows_d, y_d, C_d = (be.asarray(np.concatenate([v[j] for v in problems])) for j in range(3))
-        done = solve_segments(be, Xg, [(rows_d[e - q:e], y_d[e - q:e], C_d[e - q:e], None)
-                                       for q, e in zip(sizes, ends)],
+        keys = [None] * len(problems) if keys is None else keys
+        done = solve_segments(be, Xg, [(rows_d[e - q:e], y_d[e - q:e], C_d[e - q:e], None, key)
+                                       for q, e, key in zip(sizes, ends, keys)],
                               spec, mode=BATCH_MODES[self.solver], tol=float(self.tol), max_iter=int(self.max_iter),
                               gram_dtype="float64", x_sqnorm=sq, pa_recent=int(self.pa_recent))
         return done, y_d, list(zip(sizes, ends))
@@ -905,7 +907,8 @@ class SVC(ClassifierMixin, BaseEstimator):
                 folds.append((p, test))
         if not problems:
             return out
-        done, y_d, spans = self._segments(be, rows_of, problems)
+        # (the folds of a pair share its Gram block)
+        done, y_d, spans = self._segments(be, rows_of, problems, keys=[p for p, _ in folds])
         # every fold's decision values on its pair's rows, in one copy to the host
         dec_all = _host(be, be.xp.concatenate([y_d[e - q:e] * (r["G"] + 1.0) + r["b"]
                                                for r, (q, e) in zip(done, spans)]))

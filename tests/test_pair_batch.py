@@ -279,3 +279,40 @@ def test_blocks_gathered_from_one_gram_are_the_blocks(sparse, kernel, backend):
         off += len(s) ** 2
     np.testing.assert_allclose(diag, np.concatenate([np.diagonal(CPU.gram(X[s], X[s], spec, dtype=np.float64))
                                                      for s in sets]), rtol=1e-12)
+
+
+def test_problems_of_one_key_share_their_gram_block(backend, monkeypatch):
+    be = backend
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(70, 4))
+    rows = rng.choice(70, size=40, replace=False)
+    y = np.where(X[rows, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
+    Cs = [np.full(40, 2.0) for _ in range(3)]
+    Cs[1][:8] = 0.0  # (folds: held-out rows at bound 0)
+    Cs[2][8:16] = 0.0
+    spec = GramSpec("rbf", gamma=0.5)
+    sq = be.row_sqnorms(be.asarray(X), np.float64)
+    sizes = []
+    real = be.local_smo_batched
+
+    def spy(K_flat, *args, **kw):
+        sizes.append(int(K_flat.shape[0]))
+        return real(K_flat, *args, **kw)
+
+    monkeypatch.setitem(vars(be), "local_smo_batched", spy)  # (the op itself; undone by removing the entry)
+    res = {}
+    for keyed in (False, True):
+        probs = [(be.asarray(rows), be.asarray(y), be.asarray(C), None, 7 if keyed else None) for C in Cs]
+        res[keyed] = segments.solve_segments(be, be.asarray(X), probs, spec, mode=0, tol=1e-3, max_iter=-1,
+                                             gram_dtype="float64", x_sqnorm=sq)
+    assert sizes == [3 * 40 * 40, 40 * 40]
+    for a, b in zip(res[False], res[True]):
+        np.testing.assert_array_equal(be.to_host(a["alpha"]), be.to_host(b["alpha"]))
+        assert a["b"] == b["b"] and a["objective"] == b["objective"] and a["n_iter"] == b["n_iter"]
+    assert not be.to_host(res[True][1]["alpha"])[:8].any()  # bound 0: held at 0
+    # the launch's byte budget counts a shared block once: three problems of one key in one launch
+    sizes.clear()
+    probs = [(be.asarray(rows), be.asarray(y), be.asarray(C), None, 7) for C in Cs]
+    segments.solve_segments(be, be.asarray(X), probs, spec, mode=0, tol=1e-3, max_iter=-1, gram_dtype="float64",
+                            x_sqnorm=sq, max_bytes=40 * 40 * 8)
+    assert sizes == [40 * 40]

@@ -54,25 +54,28 @@ def segment_bias(be, y, alpha, G, C, sizes, starts, n_free, s_free):
     return out
 
 
-def _chunks(sizes, itemsize, max_bytes):
+def _chunks(sizes, keys, itemsize, max_bytes):
     """Consecutive runs of problem numbers whose Gram blocks hold at most ``max_bytes`` together (a problem
-    larger than that alone gets its own)."""
-    chunks, cur, cur_bytes = [], [], 0
-    for p, q in enumerate(sizes):
-        nbytes = q * q * itemsize
+    larger than that alone gets its own); a block shared by problems of the same key counts once."""
+    chunks, cur, cur_bytes, seen = [], [], 0, set()
+    for p, (q, key) in enumerate(zip(sizes, keys)):
+        nbytes = 0 if key in seen else q * q * itemsize
         if cur and cur_bytes + nbytes > max_bytes:
             chunks.append(cur)
-            cur, cur_bytes = [], 0
+            cur, cur_bytes, seen = [], 0, set()
+            nbytes = q * q * itemsize
         cur.append(p)
         cur_bytes += nbytes
+        seen.add(key)
     if cur:
         chunks.append(cur)
     return chunks
 
 
-def _blocks_from_one_gram(be, X, rows, sizes, spec, x_sqnorm, gdt):
-    """The flat Gram blocks and diagonals of the problems whose rows are ``rows`` (their concatenation, on
-    ``be``) of ``sizes``, gathered from the whole Gram matrix of ``X`` in one pass.
+def _blocks_from_one_gram(be, X, rows, sizes, spec, x_sqnorm, gdt, *, diag_rows=None):
+    """The flat Gram blocks of the problems whose rows are ``rows`` (their concatenation, on ``be``) of
+    ``sizes``, gathered from the whole Gram matrix of ``X`` in one pass, and the Gram diagonal (float64) at
+    ``diag_rows`` (default ``rows``).
 
     Per problem, a block costs about ten array ops (the rows gathered, the product, the transform, the copy
     into the flat buffer, the diagonal): on the GPU, launches that dwarf the arithmetic of a block of a few
@@ -95,7 +98,7 @@ def _blocks_from_one_gram(be, X, rows, sizes, spec, x_sqnorm, gdt):
     # (u, v) of each block entry, row-major: v = local - u q; the flat index of K[rows[u], rows[v]]
     flat = rows[start + u] * n + rows[start + local - u * qs]
     del seg_of, local, qs, u, start
-    return K.reshape(-1)[flat], xp.diagonal(K)[rows].astype(xp.float64)
+    return K.reshape(-1)[flat], xp.diagonal(K)[rows if diag_rows is None else diag_rows].astype(xp.float64)
 
 
 def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_sqnorm=None, pa_recent=2,
@@ -106,10 +109,11 @@ def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_
     ----------
     be : Backend
     X : dense or CSR matrix on ``be`` (index points for a precomputed gram)
-    problems : list of (rows, y, C, alpha0)
+    problems : list of (rows, y, C, alpha0) or (rows, y, C, alpha0, key)
         Each problem's rows of ``X`` (int array on ``be``), labels (+-1, float64), upper bounds and a
         feasible start (0 <= alpha0 <= C, sum(y alpha0) = 0), all on ``be``, or None for alpha0 = 0;
-        each holds both labels.
+        each holds both labels. Problems of the same (hashable, not None) ``key`` have the same rows and
+        share one Gram block in a launch (SVC's cross-validation folds of one class pair).
     spec : GramSpec
     mode : int
         :data:`BATCH_MODES`' value: 0 SMO, 1 planning-ahead SMO.
@@ -135,32 +139,40 @@ def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_
     gdt = xp.float64 if str(gram_dtype) == "float64" else xp.float32
     itemsize = 8 if gdt == xp.float64 else 4
     sizes_all = [int(p[1].shape[0]) for p in problems]
+    # (a problem without a key has a block of its own)
+    keys_all = [p[4] if len(p) > 4 and p[4] is not None else ("own", i) for i, p in enumerate(problems)]
     out = [None] * len(problems)
-    for chunk in _chunks(sizes_all, itemsize, max_bytes):
+    for chunk in _chunks(sizes_all, keys_all, itemsize, max_bytes):
         sizes = [sizes_all[p] for p in chunk]
-        starts, k_off = [0], []
+        starts = [0]
         for q in sizes[:-1]:
             starts.append(starts[-1] + q)
-        tot = 0
-        for q in sizes:
-            k_off.append(tot)
-            tot += q * q
         seg = starts + [starts[-1] + sizes[-1]]
+        # one block per key: its offset in K_flat, and the problems that own a block (the first of each key)
+        where, k_off, owners, tot = {}, [], [], 0
+        for p, q in zip(chunk, sizes):
+            key = keys_all[p]
+            if key not in where:
+                where[key] = tot
+                owners.append(p)
+                tot += q * q
+            k_off.append(where[key])
         n_x = int(X.shape[0])
-        if len(chunk) > 1 and n_x * n_x <= tot <= ONE_GRAM_MAX_VALUES:  # (class pairs, not DC-SVM's clusters)
-            K_flat, diag = _blocks_from_one_gram(be, X, xp.concatenate([problems[p][0] for p in chunk]), sizes,
-                                                 spec, x_sqnorm, gdt)
+        if len(owners) > 1 and n_x * n_x <= tot <= ONE_GRAM_MAX_VALUES:  # (class pairs, not DC-SVM's clusters)
+            K_flat, diag = _blocks_from_one_gram(be, X, xp.concatenate([problems[p][0] for p in owners]),
+                                                 [sizes_all[p] for p in owners], spec, x_sqnorm, gdt,
+                                                 diag_rows=xp.concatenate([problems[p][0] for p in chunk]))
         else:
             K_flat = xp.empty(tot, dtype=gdt)
-            diag_parts = []
-            for p, q, off in zip(chunk, sizes, k_off):
-                ic = problems[p][0]
+            block_diag = {}
+            for p in owners:
+                ic, q, off = problems[p][0], sizes_all[p], where[keys_all[p]]
                 Xc = be.take_rows(X, ic)
                 sq = None if x_sqnorm is None else x_sqnorm[ic]
                 Kc = be.gram(Xc, Xc, spec, x_sqnorm=sq, y_sqnorm=sq, dtype=gdt)
                 K_flat[off:off + q * q] = Kc.reshape(-1)
-                diag_parts.append(xp.diagonal(Kc).astype(xp.float64))
-            diag = xp.concatenate(diag_parts)
+                block_diag[keys_all[p]] = xp.diagonal(Kc).astype(xp.float64)
+            diag = xp.concatenate([block_diag[keys_all[p]] for p in chunk])
         yb = xp.concatenate([problems[p][1] for p in chunk])
         Cb = xp.concatenate([problems[p][2] for p in chunk])
         if all(problems[p][3] is None for p in chunk):
