@@ -196,6 +196,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         an ``executor``; larger clusters still run one at a time. The subproblems and warm starts are
         the same and are solved to ``sub_tol`` either way. "auto": on the GPU (where one launch per
         cluster and round was the cost; not yet timed against one-by-one on a device), not on the CPU.
+        With more than two classes it also solves the top problems of the class pairs that no level
+        clusters (fewer than ``min_cluster_size`` points per cluster at every level: each is one cold
+        solve) together, as :class:`SVC`'s ``batch_pairs`` does (float64 Gram blocks, to ``tol``; their
+        ``levels_`` top records say ``"pair-batch"`` in ``solver_info``).
     batch_max_size : int, default=4096
         Largest cluster the batched path takes (its Gram block, ``batch_max_size**2`` float32 values
         with the default ``gram_dtype``, is formed whole).
@@ -326,6 +330,35 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         if isinstance(self.batch_subproblems, str):  # "auto"
             return bool(be.is_gpu)
         return bool(self.batch_subproblems)
+
+    def _solve_tops_together(self, be, X, spec, reduced, cluster_args):
+        """The top-level solves of the class pairs that no level clusters (too small for
+        ``min_cluster_size``), of at most ``batch_max_size`` points, solved together where the levels'
+        clusters are (``batch_subproblems``, SMO solvers, no executor, solving to the top) by
+        :func:`gpusvm.svc.solve_host_problems`: one launch instead of one decomposition per pair on the
+        GPU, as :class:`gpusvm.SVC`'s ``batch_pairs``. Returns ``{pair number: BinaryResult}``."""
+        from ._solvers import BinaryResult
+        from ._solvers.dcsvm import batchable, lowest_clustered_level
+        from ._solvers.segments import BATCH_MODES
+        from .svc import _segment_rows, solve_host_problems
+
+        if not (self._batch(be) and batchable(self.solver) and self.executor is None
+                and self.early_stop_level is None):
+            return {}
+        take = [p for p, (rows, _, _, _) in enumerate(reduced)
+                if lowest_clustered_level(int(rows.shape[0]), *cluster_args) == 0
+                and int(rows.shape[0]) <= int(self.batch_max_size)]
+        if not take:
+            return {}
+        rows_of = _segment_rows(be, X, be.row_sqnorms(X, be.xp.float64) if spec.kind == "rbf" else None, spec)
+        opts = dict(self.solver_options or {})
+        done, _, _ = solve_host_problems(be, rows_of, [reduced[p][:3] for p in take],
+                                         mode=BATCH_MODES[self.solver], tol=float(self.tol),
+                                         max_iter=int(self.max_iter), pa_recent=int(opts.get("pa_recent", 2)))
+        return {p: BinaryResult(alpha=r["alpha"], b=r["b"], objective=r["objective"], n_iter=r["n_iter"],
+                                converged=r["converged"], gradient=r["G"],
+                                info={"decomposition": "pair-batch", "gram_dtype": "float64"})
+                for p, r in zip(take, done)}
 
     def _validate_params(self):
         from ._solvers import get_binary_solver
@@ -472,6 +505,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             np.random.default_rng(int(s)) if lowest_clustered_level(int(rows.shape[0]), *cluster_args) else None
             for s, (rows, _, _, _) in zip(rng.integers(0, 2**63 - 1, size=len(problems)), reduced)]
 
+        tops = self._solve_tops_together(be, X, spec, reduced, cluster_args) if len(problems) > 1 else {}
+
         def solve_pair(p):
             rows, yr, Cr, undo = reduced[p]
             res = dcsvm_solve(
@@ -486,7 +521,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 options=self.solver_options, executor=self.executor, worker_device=worker_device, rng=pair_rngs[p],
                 random_state=seed, verbose=int(self.verbose), assign=self.assign,
                 batch=self._batch(be), batch_max_size=int(self.batch_max_size),
-                cluster_jobs=self.n_jobs if len(problems) == 1 else 1)
+                cluster_jobs=self.n_jobs if len(problems) == 1 else 1, top_result=tops.get(p))
             return res, undo
 
         results = map_problems(solve_pair, range(len(problems)), self.n_jobs, on_gpu=be.is_gpu)

@@ -279,6 +279,26 @@ def _segment_rows(be, X, x_sqnorm, spec):
     return Xc, sq, spec
 
 
+def solve_host_problems(be, rows_of, problems, *, mode, tol, max_iter, pa_recent, keys=None):
+    """Solve the binary problems ``problems`` (host ``(rows, y, C)`` each, from alpha = 0) with
+    :func:`gpusvm._solvers.segments.solve_segments` and float64 Gram blocks; ``rows_of`` from
+    :func:`_segment_rows`; problems of the same ``keys`` entry share their Gram block. Returns the
+    results, the labels on the device and each problem's (size, end) in them."""
+    from ._solvers.segments import solve_segments
+
+    Xg, sq, spec = rows_of
+    sizes = [int(v[0].shape[0]) for v in problems]
+    ends = np.cumsum(sizes).tolist()
+    # every problem's rows, labels and bounds in one copy each to the device; the problems are views of them
+    rows_d, y_d, C_d = (be.asarray(np.concatenate([v[j] for v in problems])) for j in range(3))
+    keys = [None] * len(problems) if keys is None else keys
+    done = solve_segments(be, Xg, [(rows_d[e - q:e], y_d[e - q:e], C_d[e - q:e], None, key)
+                                   for q, e, key in zip(sizes, ends, keys)],
+                          spec, mode=mode, tol=tol, max_iter=max_iter, gram_dtype="float64", x_sqnorm=sq,
+                          pa_recent=pa_recent)
+    return done, y_d, list(zip(sizes, ends))
+
+
 def _callable_gram(kernel, A, B, n_a, n_b, where):
     """``kernel(A, B)`` of a callable kernel, which must return finite values of shape (n_a, n_b): an
     array of any library, a sparse matrix (densified, as sklearn does) or nested lists."""
@@ -827,23 +847,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         return bool(self.batch_pairs)
 
     def _segments(self, be, rows_of, problems, keys=None):
-        """Solve the binary problems ``problems`` (host ``(rows, y, C)`` each, from alpha = 0) with
-        :func:`gpusvm._solvers.segments.solve_segments` and float64 Gram blocks; ``rows_of`` from
-        :func:`_segment_rows`; problems of the same ``keys`` entry share their Gram block. Returns the
-        results, the labels on the device and each problem's (size, end) in them."""
-        from ._solvers.segments import solve_segments
-
-        Xg, sq, spec = rows_of
-        sizes = [int(v[0].shape[0]) for v in problems]
-        ends = np.cumsum(sizes).tolist()
-        # every problem's rows, labels and bounds in one copy each to the device; the problems are views of them
-        rows_d, y_d, C_d = (be.asarray(np.concatenate([v[j] for v in problems])) for j in range(3))
-        keys = [None] * len(problems) if keys is None else keys
-        done = solve_segments(be, Xg, [(rows_d[e - q:e], y_d[e - q:e], C_d[e - q:e], None, key)
-                                       for q, e, key in zip(sizes, ends, keys)],
-                              spec, mode=BATCH_MODES[self.solver], tol=float(self.tol), max_iter=int(self.max_iter),
-                              gram_dtype="float64", x_sqnorm=sq, pa_recent=int(self.pa_recent))
-        return done, y_d, list(zip(sizes, ends))
+        """:func:`solve_host_problems` with this estimator's solver, tol, max_iter and pa_recent."""
+        return solve_host_problems(be, rows_of, problems, mode=BATCH_MODES[self.solver], tol=float(self.tol),
+                                   max_iter=int(self.max_iter), pa_recent=int(self.pa_recent), keys=keys)
 
     def _solve_pairs_together(self, be, rows_of, tasks, Cvec_all):
         """Solve the class pairs of ``tasks`` that hold at most :data:`PAIR_BATCH_MAX_SIZE` points (after

@@ -316,3 +316,38 @@ def test_problems_of_one_key_share_their_gram_block(backend, monkeypatch):
     segments.solve_segments(be, be.asarray(X), probs, spec, mode=0, tol=1e-3, max_iter=-1, gram_dtype="float64",
                             x_sqnorm=sq, max_bytes=40 * 40 * 8)
     assert sizes == [40 * 40]
+
+
+def test_dcsvc_solves_the_tops_of_pairs_no_level_clusters_together(spy):
+    """DCSVC's class pairs too small for any level (min_cluster_size) are each one cold top solve: with
+    batch_subproblems they are solved together, as SVC's batch_pairs."""
+    from gpusvm import DCSVC
+
+    X, y = _digits(400)
+    X = X / 16.0
+    kw = dict(C=3.0, min_cluster_size=50, random_state=0, device="cpu", decision_function_shape="ovo")
+    one = DCSVC(batch_subproblems=False, **kw).fit(X, y)
+    assert spy == []
+    m = DCSVC(batch_subproblems=True, **kw).fit(X, y)
+    assert [len(c) for c in spy] == [45]
+    np.testing.assert_allclose(m.objective_, one.objective_, rtol=1e-5)
+    np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=1e-2)
+    tops = [lv for lv in m.levels_ if lv["level"] == 0]
+    assert len(tops) == 45 and all(lv["solver_info"]["decomposition"] == "pair-batch" for lv in tops)
+    assert all(lv["converged"] and lv["train_accuracy"] is not None for lv in tops)
+    # a pair that a level clusters keeps its own levels and top solve
+    spy.clear()
+    DCSVC(batch_subproblems=True, **{**kw, "min_cluster_size": 10, "n_levels": 1, "n_clusters_per_level": 2}).fit(X, y)
+    assert all(len(c) != 45 for c in spy)
+
+
+def test_gpu_dcsvc_solves_small_pairs_together(gpu_backend, spy):
+    from gpusvm import DCSVC
+
+    X, y = _digits(300)
+    X = X / 16.0
+    gpu = DCSVC(C=3.0, random_state=0, device="gpu", decision_function_shape="ovo").fit(X, y)
+    assert [len(c) for c in spy] == [45]  # "auto" batches on the GPU; digits' pairs are too small for levels
+    cpu = DCSVC(C=3.0, random_state=0, device="cpu", decision_function_shape="ovo").fit(X, y)
+    np.testing.assert_allclose(gpu.objective_, cpu.objective_, rtol=1e-5)
+    np.testing.assert_allclose(gpu.decision_function(X), cpu.decision_function(X), atol=1e-2)

@@ -606,7 +606,7 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
                 max_cluster_share=1.0, min_cluster_size=0, max_sv_share=1.0, top_options=None, max_iter=-1,
                 cache_bytes=200 * 2**20, options=None, executor=None, worker_device="cpu", rng=None,
                 random_state=None, verbose=0, assign="center", batch=False, batch_max_size=4096,
-                batch_bytes=2**30, cluster_jobs=None, rows=None):
+                batch_bytes=2**30, cluster_jobs=None, rows=None, top_result=None):
     """Multilevel DC-SVM (Hsieh, Si and Dhillon, ICML 2014); see the module docstring.
 
     Parameters
@@ -687,6 +687,10 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
         the SMO solvers ("smo", "pa-smo") then gather from ``X`` into their own transposed copy: the
         top solve does not hold two copies of the data (one-vs-one pairs and LIBSVM's class order make
         ``rows`` a permutation even for two classes).
+    top_result : BinaryResult, optional
+        The top-level solve from alpha = 0, made by the caller, for a problem that no level clusters
+        (:func:`lowest_clustered_level` 0; :class:`gpusvm.DCSVC` solves such class pairs together, with
+        :func:`gpusvm._solvers.segments.solve_segments`); used instead of solving the top here.
 
     Returns
     -------
@@ -851,8 +855,13 @@ def dcsvm_solve(be, X, y, spec, C, *, n_levels=4, n_clusters_per_level=4, sample
     top_kw = {**options, **dict(top_options or {})}
     if rows is not None and solver in ROWS_SOLVERS and X is not X_all:
         X, top_kw["rows"] = X_all, rows  # (the copy of the rows is freed here)
-    res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
-             x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)
+    if top_result is not None:
+        if solved_any:  # (a caller's mistake: the top solve is a cold start only where nothing was solved)
+            raise ValueError("dcsvm_solve: top_result is for problems that no level clusters")
+        res = top_result
+    else:
+        res = fn(be, X, y, spec, C, tol=tol, max_iter=max_iter, cache_bytes=cache_bytes, alpha0=a0,
+                 x_sqnorm=x_sqnorm, random_state=random_state, **top_kw)
     be.sync()
     n_unconverged += not res.converged
     n_stalled += bool(res.info.get("stalled", False))
