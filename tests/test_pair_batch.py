@@ -351,3 +351,37 @@ def test_gpu_dcsvc_solves_small_pairs_together(gpu_backend, spy):
     cpu = DCSVC(C=3.0, random_state=0, device="cpu", decision_function_shape="ovo").fit(X, y)
     np.testing.assert_allclose(gpu.objective_, cpu.objective_, rtol=1e-5)
     np.testing.assert_allclose(gpu.decision_function(X), cpu.decision_function(X), atol=1e-2)
+
+
+def test_segment_bias_counts_an_alpha_a_hair_below_c_at_the_bound():
+    """A free SMO step can leave an alpha at C (1 - 2**-52): segment_bias took it as free and so the intercept
+    from its y G alone, an end of the interval of optimal intercepts, where bias (and LIBSVM) take the
+    midpoint."""
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    C = np.full(4, 0.005)
+    alpha = np.array([0.005 * (1 - 2.0**-52), 0.0, 0.005, 0.0])
+    G = np.array([-0.9, -0.2, -1.3, 0.4])
+    sizes, starts = [4], [0]
+    n_free, s_free = segments.segment_free_sums(CPU, y, alpha, G, C, np.zeros(4, dtype=np.int64), 1).tolist()
+    from gpusvm._solvers._common import bias
+
+    assert n_free == [0.0]
+    assert segments.segment_bias(CPU, y, alpha, G, C, sizes, starts, n_free, s_free) == [bias(CPU, y, alpha, G, C)]
+
+
+def test_pairs_together_take_the_midpoint_intercept_when_no_alpha_is_free():
+    """26 points, every alpha at a bound but one left at C (1 - 2**-52) by the batched solve: its intercept
+    was 0.946 (an end of the optimal interval) where the pair solved alone gives 0.045 (the midpoint)."""
+    rng = np.random.default_rng(31)
+    n, k, d = int(rng.integers(6, 120)), int(rng.integers(2, 6)), int(rng.integers(1, 4))
+    X = rng.normal(size=(n, d)) * rng.choice([0.01, 1, 30])
+    y = rng.integers(0, k, n)
+    rng.random(), rng.choice(3), rng.choice(3), rng.random()
+    sw = rng.choice([0, 1e-6, 1, 5], size=n, p=[0.15, 0.1, 0.6, 0.15])
+    keep = ((y == 1) | (y == 2)) & (sw > 0)
+    X, y, sw = X[keep], y[keep], sw[keep]
+    kw = dict(kernel="poly", degree=2, C=1e-3, solver="pa-smo", device="cpu")
+    one = SVC(**kw).fit(X, y, sample_weight=sw)
+    m = SVC(batch_pairs=True, **kw).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(m.intercept_, one.intercept_, atol=1e-6)
+    np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=1e-6)

@@ -111,6 +111,10 @@ def dual_objective(be, alpha, G, *, on_device=False) -> float:
     return d if on_device else float(d)
 
 
+#: The relative margin within which :func:`bias` counts an alpha as at its bound (0 or C_i)
+BOUND_MARGIN = 1e-12
+
+
 def bias(be, y, alpha, G, C, *, also=()):
     """The intercept b (decision f(x) = sum alpha_i y_i k(x_i, x) + b), computed as LIBSVM's rho = -b:
     the mean of y G over free variables, or the midpoint of the feasible interval when none is free.
@@ -127,7 +131,7 @@ def bias(be, y, alpha, G, C, *, also=()):
     each); then returns ``(b, [their values as floats])``.
     """
     xp = be.xp
-    up, low = 1.0 - 1e-12, 1e-12
+    up, low = 1.0 - BOUND_MARGIN, BOUND_MARGIN
     # the count (exact in float64) and the sum in one copy to the host, not two scalar reads (GPU syncs);
     # one compiled pass on the CPU (the fused op free_sums)
     h = be.free_sums(y, alpha, G, C, up, low, also)

@@ -18,7 +18,7 @@ This module imports neither NumPy nor CuPy: everything goes through ``be``.
 
 from __future__ import annotations
 
-from ._common import bias, step_cap
+from ._common import BOUND_MARGIN, bias, step_cap
 
 __all__ = ["BATCH_MODES", "DEFAULT_MAX_BYTES", "solve_segments"]
 
@@ -33,9 +33,14 @@ ONE_GRAM_MAX_VALUES = 2**23
 
 def segment_free_sums(be, y, alpha, G, C, seg_id, nb):
     """The (2, nb) device array of each segment's number of free variables (float64) and sum of y G over them,
-    for :func:`segment_bias` (all segments in one pass)."""
+    for :func:`segment_bias` (all segments in one pass).
+
+    Free as :func:`gpusvm._solvers._common.bias` (the op ``free_sums``) counts it: not within a relative
+    ``BOUND_MARGIN`` of a bound. A free SMO step can leave an alpha at ``C (1 - 2**-52)``; counted as free,
+    that one variable set the intercept to an end of the interval of optimal intercepts, not to its
+    midpoint where ``bias`` and LIBSVM put it (a class pair's decision values 0.88 apart)."""
     xp = be.xp
-    free = (alpha > 0) & (alpha < C)
+    free = ~((alpha >= C * (1.0 - BOUND_MARGIN)) | (alpha <= C * BOUND_MARGIN))
     return xp.stack([xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb),
                      xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)])
 
