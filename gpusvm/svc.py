@@ -638,7 +638,8 @@ class SVC(ClassifierMixin, BaseEstimator):
             # a warning, not an error: the fit is the solver's correct one, and a grid over solver keeps working
             warnings.warn(f"decomposition={self.decomposition!r} applies to the SMO solvers ('smo', 'pa-smo') "
                           f"only; solver={self.solver!r} ignores it.", UserWarning, stacklevel=4)
-        if self.batch_pairs is True and self.solver not in BATCH_MODES:  # (a warning for the same reason)
+        if (not isinstance(self.batch_pairs, str) and bool(self.batch_pairs)  # (True or NumPy's True)
+                and self.solver not in BATCH_MODES):  # (a warning for the same reason)
             warnings.warn(f"batch_pairs=True applies to the SMO solvers ('smo', 'pa-smo') only; "
                           f"solver={self.solver!r} solves the pairs one by one.", UserWarning, stacklevel=4)
         return solver

@@ -161,8 +161,9 @@ def test_batch_pairs_parameter_checks(spy):
     X, y = _digits(200)
     with pytest.raises(ValueError, match="'batch_pairs' parameter of SVC must be 'auto' or a bool"):
         SVC(batch_pairs="yes", device="cpu").fit(X, y)
-    with pytest.warns(UserWarning, match="batch_pairs=True applies to the SMO solvers"):
-        SVC(batch_pairs=True, solver="alfpgm", device="cpu").fit(X, y)
+    for flag in (True, np.True_):  # (NumPy's True is accepted as True, and warned about as True)
+        with pytest.warns(UserWarning, match="batch_pairs=True applies to the SMO solvers"):
+            SVC(batch_pairs=flag, solver="alfpgm", device="cpu").fit(X, y)
     assert spy == []
 
 
