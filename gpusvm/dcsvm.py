@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from ._backend import array_library, get_backend, move_fitted
-from ._backend.base import device_memory_guard, host_memory_guard
+from ._backend.base import device_memory_guard, host_memory_guard, is_device_oom
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
@@ -350,11 +350,20 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                 and int(rows.shape[0]) <= int(self.batch_max_size)]
         if not take:
             return {}
-        rows_of = _segment_rows(be, X, be.row_sqnorms(X, be.xp.float64) if spec.kind == "rbf" else None, spec)
         opts = dict(self.solver_options or {})
-        done, _, _ = solve_host_problems(be, rows_of, [reduced[p][:3] for p in take],
-                                         mode=BATCH_MODES[self.solver], tol=float(self.tol),
-                                         max_iter=int(self.max_iter), pa_recent=int(opts.get("pa_recent", 2)))
+        try:
+            rows_of = _segment_rows(be, X, be.row_sqnorms(X, be.xp.float64) if spec.kind == "rbf" else None, spec)
+            done, _, _ = solve_host_problems(be, rows_of, [reduced[p][:3] for p in take],
+                                             mode=BATCH_MODES[self.solver], tol=float(self.tol),
+                                             max_iter=int(self.max_iter), pa_recent=int(opts.get("pa_recent", 2)))
+        except Exception as exc:
+            if not (isinstance(self.batch_subproblems, str) and is_device_oom(exc)):
+                raise
+            # "auto" must not fail where the pairs one by one fit (as SVC's batch_pairs)
+            warnings.warn("batch_subproblems='auto': the small class pairs' Gram blocks did not fit in the GPU's "
+                          f"memory ({type(exc).__name__}); their top problems are solved one by one. Pass "
+                          "batch_subproblems=False to skip the attempt.", UserWarning, stacklevel=3)
+            return {}
         return {p: BinaryResult(alpha=r["alpha"], b=r["b"], objective=r["objective"], n_iter=r["n_iter"],
                                 converged=r["converged"], gradient=r["G"],
                                 info={"decomposition": "pair-batch", "gram_dtype": "float64"})

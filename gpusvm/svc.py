@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -12,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
 
 from ._backend import array_library, get_backend, move_fitted
-from ._backend.base import device_memory_guard
+from ._backend.base import device_memory_guard, is_device_oom
 from ._backend.ops.gram import densify_for_gram
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
@@ -479,8 +480,14 @@ class SVC(ClassifierMixin, BaseEstimator):
         ``probability`` the five cross-validation folds of those pairs are solved together too (a
         fold is its pair's problem with the held-out rows' bounds set to 0). Larger pairs and the other
         solvers are solved one by one.
-        The solution is the same up to ``tol``; ``n_iter_`` of a batched pair counts its SMO steps, and
-        ``max_iter`` caps them as in the pair-at-a-time loop.
+        The solution is the same up to ``tol`` (for the "sigmoid" gram, and precomputed or callable grams
+        that are not positive semidefinite, the dual is not convex, and the two paths can end at
+        different solutions that both meet ``tol``, as any two solvers can); ``n_iter_`` of a batched pair
+        counts its SMO steps, and ``max_iter`` caps them as in the pair-at-a-time loop. A batched pair
+        does not use ``decomposition``, ``working_set_size``, ``gram_dtype`` or ``shrinking``, which shape
+        the one-by-one solves (pass False to have them). When the pairs' Gram blocks (up to 1 GiB per
+        launch) do not fit in the GPU's memory, "auto" warns and solves the pairs one by one; True
+        raises the memory error.
 
     Attributes
     ----------
@@ -729,10 +736,21 @@ class SVC(ClassifierMixin, BaseEstimator):
 
         together, cv_together = {}, {}
         if self._batch_pairs(be, len(pairs)):
-            rows_of = _segment_rows(be, X, x_sqnorm, spec)
-            together = self._solve_pairs_together(be, rows_of, tasks, Cvec_all)
-            if self._probability():
-                cv_together = self._cv_decisions_together(be, rows_of, tasks, Cvec_all, perms)
+            # (the rows the Gram blocks are formed from: made when a problem is batched, once)
+            rows_of = functools.lru_cache(maxsize=1)(lambda: _segment_rows(be, X, x_sqnorm, spec))
+            try:
+                together = self._solve_pairs_together(be, rows_of, tasks, Cvec_all)
+                if self._probability():
+                    cv_together = self._cv_decisions_together(be, rows_of, tasks, Cvec_all, perms)
+            except Exception as exc:
+                if not (isinstance(self.batch_pairs, str) and is_device_oom(exc)):
+                    raise
+                # "auto" must not fail where the pairs one by one fit: their Gram blocks did not
+                together, cv_together = {}, {}
+                rows_of = None  # (drops a centred copy of X)
+                warnings.warn("batch_pairs='auto': the class pairs' Gram blocks did not fit in the GPU's memory "
+                              f"({type(exc).__name__}); the pairs are solved one by one. Pass batch_pairs=False to "
+                              "skip the attempt.", UserWarning, stacklevel=2)
 
         def solve_pair(p):
             idx, yb, groups = tasks[p]
@@ -848,8 +866,9 @@ class SVC(ClassifierMixin, BaseEstimator):
         return bool(self.batch_pairs)
 
     def _segments(self, be, rows_of, problems, keys=None):
-        """:func:`solve_host_problems` with this estimator's solver, tol, max_iter and pa_recent."""
-        return solve_host_problems(be, rows_of, problems, mode=BATCH_MODES[self.solver], tol=float(self.tol),
+        """:func:`solve_host_problems` with this estimator's solver, tol, max_iter and pa_recent; ``rows_of()``
+        gives what :func:`_segment_rows` returns."""
+        return solve_host_problems(be, rows_of(), problems, mode=BATCH_MODES[self.solver], tol=float(self.tol),
                                    max_iter=int(self.max_iter), pa_recent=int(self.pa_recent), keys=keys)
 
     def _solve_pairs_together(self, be, rows_of, tasks, Cvec_all):

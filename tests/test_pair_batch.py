@@ -386,3 +386,28 @@ def test_pairs_together_take_the_midpoint_intercept_when_no_alpha_is_free():
     m = SVC(batch_pairs=True, **kw).fit(X, y, sample_weight=sw)
     np.testing.assert_allclose(m.intercept_, one.intercept_, atol=1e-6)
     np.testing.assert_allclose(m.decision_function(X), one.decision_function(X), atol=1e-6)
+
+
+def _fake_device_oom():
+    """An exception that gpusvm takes for CuPy's out-of-memory error (matched by module and name)."""
+    return type("OutOfMemoryError", (MemoryError,), {"__module__": "cupy.cuda.memory"})("out of memory allocating")
+
+
+@pytest.mark.parametrize("name", ["SVC", "DCSVC"])
+def test_gpu_auto_batch_out_of_memory_falls_back_to_one_by_one(gpu_backend, monkeypatch, name):
+    import gpusvm
+
+    def no_room(*args, **kw):
+        raise _fake_device_oom()
+
+    monkeypatch.setattr(segments, "solve_segments", no_room)
+    X, y = _digits(200)
+    X = X / 16.0
+    param = "batch_pairs" if name == "SVC" else "batch_subproblems"
+    make = getattr(gpusvm, name)
+    with pytest.warns(UserWarning, match=f"{param}='auto': the .*did not fit in the GPU's memory"):
+        m = make(device="gpu", random_state=0, decision_function_shape="ovo").fit(X, y)
+    ref = make(device="gpu", random_state=0, decision_function_shape="ovo", **{param: False}).fit(X, y)
+    np.testing.assert_array_equal(m.decision_function(X), ref.decision_function(X))
+    with pytest.raises(MemoryError):  # asked for explicitly: the error (with its hint), no silent fallback
+        make(device="gpu", random_state=0, **{param: True}).fit(X, y)
