@@ -933,3 +933,25 @@ def test_free_sums(backend):
     assert got.tolist() == want and 0 < want[0] < n
     if backend.name == "cpu":  # the array code's path, for vectors the compiled pass does not take
         assert CPU.free_sums(y.astype(np.float32), alpha, G, C, up, low).tolist()[0] == want[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_blocks(backend, dtype):
+    """take_blocks (CPU: Numba; GPU: index arithmetic and one gather) against NumPy's two-index gather of
+    every block."""
+    rng = np.random.default_rng(8)
+    M = rng.random((50, 50)).astype(dtype)
+    sizes = [7, 1, 0, 20, 3]
+    rows = np.concatenate([rng.choice(50, size=q, replace=False) for q in sizes])
+    out = backend.to_host(backend.take_blocks(backend.asarray(M), backend.asarray(rows), sizes))
+    want, s = [], 0
+    for q in sizes:
+        r = rows[s:s + q]
+        want.append(M[r[:, None], r[None, :]].ravel())
+        s += q
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, np.concatenate(want))
+    with pytest.raises(ValueError, match="add up to"):
+        CPU.take_blocks(M, rows, sizes[:-1])
+    with pytest.raises(IndexError, match="out of range"):
+        CPU.take_blocks(M, np.array([0, 50]), [2])

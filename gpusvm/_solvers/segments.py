@@ -85,25 +85,13 @@ def _blocks_from_one_gram(be, X, rows, sizes, spec, x_sqnorm, gdt, *, diag_rows=
     Per problem, a block costs about ten array ops (the rows gathered, the product, the transform, the copy
     into the flat buffer, the diagonal): on the GPU, launches that dwarf the arithmetic of a block of a few
     hundred points. One-vs-one class pairs cover every row of ``X`` k - 1 times, so their blocks hold
-    2 (k - 1) / k times as many values as ``K(X, X)`` itself: one product and one gather, with flat indices
-    built on the device, do the same. The values are those of the per-problem products up to the rounding
+    2 (k - 1) / k times as many values as ``K(X, X)`` itself: one product and the fused op ``take_blocks``
+    (one gather on the GPU) do the same. The values are those of the per-problem products up to the rounding
     of the matrix product (a different blocking of the same sums).
     """
     xp = be.xp
-    n = int(X.shape[0])
     K = be.gram(X, X, spec, x_sqnorm=x_sqnorm, y_sqnorm=x_sqnorm, dtype=gdt)
-    q = be.asarray([int(v) for v in sizes]).astype(xp.int64)
-    qq = q * q
-    tot = sum(int(v) * int(v) for v in sizes)
-    seg_of = xp.repeat(xp.arange(len(sizes), dtype=xp.int64), qq)
-    local = xp.arange(tot, dtype=xp.int64) - (xp.cumsum(qq) - qq)[seg_of]
-    qs = q[seg_of]
-    u = local // qs
-    start = (xp.cumsum(q) - q)[seg_of]
-    # (u, v) of each block entry, row-major: v = local - u q; the flat index of K[rows[u], rows[v]]
-    flat = rows[start + u] * n + rows[start + local - u * qs]
-    del seg_of, local, qs, u, start
-    return K.reshape(-1)[flat], xp.diagonal(K)[rows if diag_rows is None else diag_rows].astype(xp.float64)
+    return be.take_blocks(K, rows, sizes), xp.diagonal(K)[rows if diag_rows is None else diag_rows].astype(xp.float64)
 
 
 def solve_segments(be, X, problems, spec, *, mode, tol, max_iter, gram_dtype, x_sqnorm=None, pa_recent=2,
