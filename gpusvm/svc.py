@@ -266,6 +266,24 @@ def _decision_threads():
     return cpu_count()
 
 
+def _cv_folds(perm, yb, n_folds):
+    """LIBSVM's cross-validation folds of one class pair (``svm_binary_svc_probability``): the permutation
+    ``perm`` of its rows cut into ``n_folds`` consecutive parts; yields ``(test, train, const)`` per non-empty
+    part, ``const`` None where the training rows hold both classes, else the decision value the held-out
+    rows get (+1 or -1 for a training part of one class, 0 for none)."""
+    n_b = int(yb.shape[0])
+    for i in range(n_folds):
+        lo, hi = i * n_b // n_folds, (i + 1) * n_b // n_folds
+        test, train = perm[lo:hi], np.concatenate([perm[:lo], perm[hi:]])
+        if test.shape[0] == 0:
+            continue
+        n_pos = int(np.count_nonzero(yb[train] > 0))
+        const = None
+        if n_pos == 0 or n_pos == train.shape[0]:
+            const = 0.0 if train.shape[0] == 0 else (1.0 if n_pos > 0 else -1.0)
+        yield test, train, const
+
+
 def _segment_rows(be, X, x_sqnorm, spec):
     """What :meth:`SVC._segments` forms its Gram blocks from: ``(X, squared norms or None, spec)``, dense RBF
     rows far from the origin centred first (their values depend on differences only; see
@@ -917,15 +935,9 @@ class SVC(ClassifierMixin, BaseEstimator):
                 continue
             dec = np.zeros(n_b)
             out[p] = dec
-            perm = perms[p]
-            for i in range(n_folds):
-                lo, hi = i * n_b // n_folds, (i + 1) * n_b // n_folds
-                test, train = perm[lo:hi], np.concatenate([perm[:lo], perm[hi:]])
-                if test.shape[0] == 0:
-                    continue
-                n_pos = int(np.count_nonzero(yb[train] > 0))
-                if n_pos == 0 or n_pos == train.shape[0]:  # as _cv_decisions
-                    dec[test] = 0.0 if train.shape[0] == 0 else (1.0 if n_pos > 0 else -1.0)
+            for test, train, const in _cv_folds(perms[p], yb, n_folds):
+                if const is not None:
+                    dec[test] = const
                     continue
                 Cf = Cvec_all[idx].copy()
                 Cf[test] = 0.0
@@ -947,16 +959,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Cross-validated decision values of one class pair for Platt scaling, as LIBSVM's
         ``svm_binary_svc_probability``: the random permutation ``perm`` of the pair's rows cut into 5
         folds; a fold whose training part holds one class only gets +1 or -1."""
-        n_b = yb.shape[0]
-        dec = np.zeros(n_b)
-        for i in range(n_folds):
-            lo, hi = i * n_b // n_folds, (i + 1) * n_b // n_folds
-            test, train = perm[lo:hi], np.concatenate([perm[:lo], perm[hi:]])
-            if test.shape[0] == 0:
-                continue
-            n_pos = int(np.count_nonzero(yb[train] > 0))
-            if n_pos == 0 or n_pos == train.shape[0]:
-                dec[test] = 0.0 if train.shape[0] == 0 else (1.0 if n_pos > 0 else -1.0)
+        dec = np.zeros(yb.shape[0])
+        for test, train, const in _cv_folds(perm, yb, n_folds):
+            if const is not None:
+                dec[test] = const
                 continue
             alpha, res = self._solve_rows(be, Xb, train, yb[train], Cb[train],
                                           None if groups is None else groups[train], x_sq, spec, solver_fn,
