@@ -319,6 +319,14 @@ def test_problems_of_one_key_share_their_gram_block(backend, monkeypatch):
     assert sizes == [40 * 40]
 
 
+def test_problems_of_one_key_share_a_block_larger_than_the_launch_budget():
+    """A key's block over max_bytes alone: its problems still go in one launch with one copy of it (the chunker
+    split them, one launch and one Gram block per problem), and a new key after it still starts a new one."""
+    assert segments._chunks([40, 40, 40], [7, 7, 7], 8, 40 * 40 * 8 - 1) == [[0, 1, 2]]
+    assert segments._chunks([40, 40, 30, 40], [7, 7, 8, 7], 8, 40 * 40 * 8 - 1) == [[0, 1], [2], [3]]
+    assert segments._chunks([10, 40, 40], [6, 7, 7], 8, 40 * 40 * 8 - 1) == [[0], [1, 2]]
+
+
 def test_dcsvc_solves_the_tops_of_pairs_no_level_clusters_together(spy):
     """DCSVC's class pairs too small for any level (min_cluster_size) are each one cold top solve: with
     batch_subproblems they are solved together, as SVC's batch_pairs."""

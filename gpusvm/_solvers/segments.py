@@ -65,7 +65,9 @@ def _chunks(sizes, keys, itemsize, max_bytes):
     chunks, cur, cur_bytes, seen = [], [], 0, set()
     for p, (q, key) in enumerate(zip(sizes, keys)):
         nbytes = 0 if key in seen else q * q * itemsize
-        if cur and cur_bytes + nbytes > max_bytes:
+        # (a problem whose block the chunk holds adds nothing: it stays even where that block alone is over
+        # max_bytes, else each such problem got a launch and a copy of the block of its own)
+        if cur and nbytes and cur_bytes + nbytes > max_bytes:
             chunks.append(cur)
             cur, cur_bytes, seen = [], 0, set()
             nbytes = q * q * itemsize
