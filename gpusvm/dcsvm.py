@@ -199,7 +199,8 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         With more than two classes it also solves the top problems of the class pairs that no level
         clusters (fewer than ``min_cluster_size`` points per cluster at every level: each is one cold
         solve) together, as :class:`SVC`'s ``batch_pairs`` does (float64 Gram blocks, to ``tol``; their
-        ``levels_`` top records say ``"pair-batch"`` in ``solver_info``).
+        ``levels_`` top records say ``"pair-batch"`` in ``solver_info``, count SMO steps in ``n_iter``, as
+        ``max_iter`` then does, and leave the shared solve's time out of ``time_s``).
     batch_max_size : int, default=4096
         Largest cluster the batched path takes (its Gram block, ``batch_max_size**2`` float32 values
         with the default ``gram_dtype``, is formed whole).

@@ -953,5 +953,5 @@ def test_take_blocks(backend, dtype):
     np.testing.assert_array_equal(out, np.concatenate(want))
     with pytest.raises(ValueError, match="add up to"):
         CPU.take_blocks(M, rows, sizes[:-1])
-    with pytest.raises(IndexError, match="out of range"):
+    with pytest.raises(IndexError, match="take_blocks: rows out of range"):
         CPU.take_blocks(M, np.array([0, 50]), [2])

@@ -575,9 +575,9 @@ def take_blocks_nb(M, rows, sizes, out):
     return out
 
 
-def _check_take(n, idx, what):
+def _check_take(n, idx, what, op="take_block"):
     if idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        raise IndexError(f"take_block: {what} out of range [0, {n})")
+        raise IndexError(f"{op}: {what} out of range [0, {n})")
 
 
 @register_op("take_block", "cpu")
@@ -634,7 +634,7 @@ def take_blocks_cpu(be, M, rows, sizes):
     sizes = [int(q) for q in sizes]
     tot = _check_blocks(M, rows, sizes)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    _check_take(int(M.shape[0]), rows, "rows")
+    _check_take(int(M.shape[0]), rows, "rows", "take_blocks")
     out = np.empty(tot, dtype=M.dtype)
     return take_blocks_nb(np.ascontiguousarray(M), rows, np.asarray(sizes, dtype=np.int64), out)
 
