@@ -18,6 +18,7 @@ This module imports neither NumPy nor CuPy: everything goes through ``be``.
 
 from __future__ import annotations
 
+from .._backend.ops.bias import free_mask
 from ._common import BOUND_MARGIN, bias, step_cap
 
 __all__ = ["BATCH_MODES", "DEFAULT_MAX_BYTES", "solve_segments"]
@@ -40,7 +41,7 @@ def segment_free_sums(be, y, alpha, G, C, seg_id, nb):
     that one variable set the intercept to an end of the interval of optimal intercepts, not to its
     midpoint where ``bias`` and LIBSVM put it (a class pair's decision values 0.88 apart)."""
     xp = be.xp
-    free = ~((alpha >= C * (1.0 - BOUND_MARGIN)) | (alpha <= C * BOUND_MARGIN))
+    free = free_mask(alpha, C, 1.0 - BOUND_MARGIN, BOUND_MARGIN)
     return xp.stack([xp.bincount(seg_id, weights=free.astype(xp.float64), minlength=nb),
                      xp.bincount(seg_id, weights=xp.where(free, y * G, 0.0), minlength=nb)])
 

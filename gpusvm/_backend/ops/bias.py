@@ -34,9 +34,15 @@ def free_yG(y, alpha, G, C, up, low):
     return w, n_free
 
 
+def free_mask(alpha, C, up, low):
+    """The free variables as a boolean array (operators only: NumPy or CuPy), the array code that
+    :func:`free_yG` compiles: not within the relative margins ``up``, ``low`` of a bound (C_i = 0: never free)."""
+    return ~((alpha >= C * up) | (alpha <= C * low))
+
+
 def _free_sums_xp(be, y, alpha, G, C, up, low, also):
     xp = be.xp
-    free = ~((alpha >= C * up) | (alpha <= C * low))
+    free = free_mask(alpha, C, up, low)
     return be.to_host(xp.stack([xp.sum(free, dtype=xp.float64), xp.sum(xp.where(free, y * G, 0.0)), *also]))
 
 
