@@ -338,7 +338,6 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         clusters are (``batch_subproblems``, SMO solvers, no executor, solving to the top) by
         :func:`gpusvm.svc.solve_host_problems`: one launch instead of one decomposition per pair on the
         GPU, as :class:`gpusvm.SVC`'s ``batch_pairs``. Returns ``{pair number: BinaryResult}``."""
-        from ._solvers import BinaryResult
         from ._solvers.dcsvm import batchable, lowest_clustered_level
         from ._solvers.segments import BATCH_MODES
         from .svc import _segment_rows, solve_host_problems
@@ -354,7 +353,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         opts = dict(self.solver_options or {})
         try:
             rows_of = _segment_rows(be, X, be.row_sqnorms(X, be.xp.float64) if spec.kind == "rbf" else None, spec)
-            done, _, _ = solve_host_problems(be, rows_of, [reduced[p][:3] for p in take],
+            done, _, _ = solve_host_problems(be, rows_of, spec, [reduced[p][:3] for p in take],
                                              mode=BATCH_MODES[self.solver], tol=float(self.tol),
                                              max_iter=int(self.max_iter), pa_recent=int(opts.get("pa_recent", 2)))
         except Exception as exc:
@@ -365,10 +364,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                           f"memory ({type(exc).__name__}); their top problems are solved one by one. Pass "
                           "batch_subproblems=False to skip the attempt.", UserWarning, stacklevel=3)
             return {}
-        return {p: BinaryResult(alpha=r["alpha"], b=r["b"], objective=r["objective"], n_iter=r["n_iter"],
-                                converged=r["converged"], gradient=r["G"],
-                                info={"decomposition": "pair-batch", "gram_dtype": "float64"})
-                for p, r in zip(take, done)}
+        return dict(zip(take, done))
 
     def _validate_params(self):
         from ._solvers import get_binary_solver

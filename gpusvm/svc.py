@@ -285,27 +285,28 @@ def _cv_folds(perm, yb, n_folds):
 
 
 def _segment_rows(be, X, x_sqnorm, spec):
-    """What :meth:`SVC._segments` forms its Gram blocks from: ``(X, squared norms or None, spec)``, dense RBF
+    """What :func:`solve_host_problems` forms its Gram blocks from: ``(X, squared norms or None)``, dense RBF
     rows far from the origin centred first (their values depend on differences only; see
     :func:`gpusvm._solvers.smo_batched.centered_for_rbf`)."""
     from ._solvers.smo_batched import centered_for_rbf
 
     if spec.kind != "rbf":
-        return X, None, spec
+        return X, None
     if be.issparse(X):
-        return X, x_sqnorm, spec
-    Xc, sq = centered_for_rbf(be, X, x_sqnorm)
-    return Xc, sq, spec
+        return X, x_sqnorm
+    return centered_for_rbf(be, X, x_sqnorm)
 
 
-def solve_host_problems(be, rows_of, problems, *, mode, tol, max_iter, pa_recent, keys=None):
+def solve_host_problems(be, rows_of, spec, problems, *, mode, tol, max_iter, pa_recent, keys=None):
     """Solve the binary problems ``problems`` (host ``(rows, y, C)`` each, from alpha = 0) with
     :func:`gpusvm._solvers.segments.solve_segments` and float64 Gram blocks; ``rows_of`` from
-    :func:`_segment_rows`; problems of the same ``keys`` entry share their Gram block. Returns the
-    results, the labels on the device and each problem's (size, end) in them."""
+    :func:`_segment_rows`; problems of the same ``keys`` entry share their Gram block. Returns each
+    problem's :class:`~gpusvm._solvers.BinaryResult` (``n_iter`` in SMO steps, ``gradient`` over its rows),
+    the labels on the device and each problem's (size, end) in them."""
+    from ._solvers import BinaryResult
     from ._solvers.segments import solve_segments
 
-    Xg, sq, spec = rows_of
+    Xg, sq = rows_of
     sizes = [int(v[0].shape[0]) for v in problems]
     ends = np.cumsum(sizes).tolist()
     # every problem's rows, labels and bounds in one copy each to the device; the problems are views of them
@@ -315,7 +316,10 @@ def solve_host_problems(be, rows_of, problems, *, mode, tol, max_iter, pa_recent
                                    for q, e, key in zip(sizes, ends, keys)],
                           spec, mode=mode, tol=tol, max_iter=max_iter, gram_dtype="float64", x_sqnorm=sq,
                           pa_recent=pa_recent)
-    return done, y_d, list(zip(sizes, ends))
+    results = [BinaryResult(alpha=r["alpha"], b=r["b"], objective=r["objective"], n_iter=r["n_iter"],
+                            converged=r["converged"], gradient=r["G"],
+                            info={"decomposition": "pair-batch", "gram_dtype": "float64"}) for r in done]
+    return results, y_d, list(zip(sizes, ends))
 
 
 def _callable_gram(kernel, A, B, n_a, n_b, where):
@@ -757,9 +761,9 @@ class SVC(ClassifierMixin, BaseEstimator):
             # (the rows the Gram blocks are formed from: made when a problem is batched, once)
             rows_of = functools.lru_cache(maxsize=1)(lambda: _segment_rows(be, X, x_sqnorm, spec))
             try:
-                together = self._solve_pairs_together(be, rows_of, tasks, Cvec_all)
+                together = self._solve_pairs_together(be, rows_of, spec, tasks, Cvec_all)
                 if self._probability():
-                    cv_together = self._cv_decisions_together(be, rows_of, tasks, Cvec_all, perms)
+                    cv_together = self._cv_decisions_together(be, rows_of, spec, tasks, Cvec_all, perms)
             except Exception as exc:
                 if not (isinstance(self.batch_pairs, str) and is_device_oom(exc)):
                     raise
@@ -883,18 +887,16 @@ class SVC(ClassifierMixin, BaseEstimator):
             return be.is_gpu and n_pairs > 1
         return bool(self.batch_pairs)
 
-    def _segments(self, be, rows_of, problems, keys=None):
+    def _segments(self, be, rows_of, spec, problems, keys=None):
         """:func:`solve_host_problems` with this estimator's solver, tol, max_iter and pa_recent; ``rows_of()``
         gives what :func:`_segment_rows` returns."""
-        return solve_host_problems(be, rows_of(), problems, mode=BATCH_MODES[self.solver], tol=float(self.tol),
+        return solve_host_problems(be, rows_of(), spec, problems, mode=BATCH_MODES[self.solver], tol=float(self.tol),
                                    max_iter=int(self.max_iter), pa_recent=int(self.pa_recent), keys=keys)
 
-    def _solve_pairs_together(self, be, rows_of, tasks, Cvec_all):
+    def _solve_pairs_together(self, be, rows_of, spec, tasks, Cvec_all):
         """Solve the class pairs of ``tasks`` that hold at most :data:`PAIR_BATCH_MAX_SIZE` points (after
         copies are merged) together (:meth:`_segments`); returns ``{pair number: (alpha over its rows on the
         host, BinaryResult)}``, as :meth:`_solve_rows` returns for one pair."""
-        from ._solvers import BinaryResult
-
         reduced = {}
         for p, (idx, yb, groups) in enumerate(tasks):
             rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], groups)
@@ -902,23 +904,20 @@ class SVC(ClassifierMixin, BaseEstimator):
                 reduced[p] = (rows, yr, Cr, undo)
         if not reduced:
             return {}
-        done, _, spans = self._segments(be, rows_of, [v[:3] for v in reduced.values()])
-        alphas = _host(be, be.xp.concatenate([r["alpha"] for r in done])).astype(np.float64)  # (one copy)
+        done, _, spans = self._segments(be, rows_of, spec, [v[:3] for v in reduced.values()])
+        alphas = _host(be, be.xp.concatenate([res.alpha for res in done])).astype(np.float64)  # (one copy)
         out = {}
-        for (p, (_, _, Cr, undo)), r, (q, e) in zip(reduced.items(), done, spans):
+        for (p, (_, _, Cr, undo)), res, (q, e) in zip(reduced.items(), done, spans):
             alpha = alphas[e - q:e]
             if self.verbose:  # LIBSVM's summary (obj in its minimization form, rho = -b)
                 n_sv = int(np.count_nonzero(alpha > 0))
                 n_bsv = int(np.count_nonzero((alpha > 0) & (alpha >= Cr)))
-                print(f"optimization finished, #iter = {r['n_iter']}\nobj = {-r['objective']:.6f}, "
-                      f"rho = {-r['b']:.6f}\nnSV = {n_sv}, nBSV = {n_bsv}", flush=True)
-            res = BinaryResult(alpha=r["alpha"], b=r["b"], objective=r["objective"], n_iter=r["n_iter"],
-                               converged=r["converged"], gradient=r["G"],
-                               info={"decomposition": "pair-batch", "gram_dtype": "float64"})
+                print(f"optimization finished, #iter = {res.n_iter}\nobj = {-res.objective:.6f}, "
+                      f"rho = {-res.b:.6f}\nnSV = {n_sv}, nBSV = {n_bsv}", flush=True)
             out[p] = (undo(alpha), res)
         return out
 
-    def _cv_decisions_together(self, be, rows_of, tasks, Cvec_all, perms, n_folds=5):
+    def _cv_decisions_together(self, be, rows_of, spec, tasks, Cvec_all, perms, n_folds=5):
         """:meth:`_cv_decisions` of every class pair of at most :data:`PAIR_BATCH_MAX_SIZE` points, the folds
         of all of them solved together (:meth:`_segments`); returns ``{pair number: the cross-validated
         decision values of its rows}``.
@@ -946,10 +945,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         if not problems:
             return out
         # (the folds of a pair share its Gram block)
-        done, y_d, spans = self._segments(be, rows_of, problems, keys=[p for p, _ in folds])
+        done, y_d, spans = self._segments(be, rows_of, spec, problems, keys=[p for p, _ in folds])
         # every fold's decision values on its pair's rows, in one copy to the host
-        dec_all = _host(be, be.xp.concatenate([y_d[e - q:e] * (r["G"] + 1.0) + r["b"]
-                                               for r, (q, e) in zip(done, spans)]))
+        dec_all = _host(be, be.xp.concatenate([y_d[e - q:e] * (res.gradient + 1.0) + res.b
+                                               for res, (q, e) in zip(done, spans)]))
         for (p, test), (q, e) in zip(folds, spans):
             out[p][test] = dec_all[e - q:e][test]
         return out
