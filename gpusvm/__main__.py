@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--warmup-max", type=int, default=None,
                    help="the warm-up fit uses at most this many training rows (stratified subset); default per "
                         "suite (1000 for default, 2000 otherwise)")
+    b.add_argument("--warmup-max-gpu", type=int, default=None,
+                   help="the same for GPU rows; 0: the whole training set; default per suite (0 for paper, "
+                        "else --warmup-max)")
     b.add_argument("--no-reference", action="store_true", help="do not run the scikit-learn references")
     b.add_argument("--device-inputs", action="store_true",
                    help="give GPU rows CuPy arrays (host-to-device transfer not timed); default: host arrays")
@@ -110,6 +113,7 @@ def _bench(args) -> int:
         suite=args.suite, data_dir=data_dir, devices=args.devices, solvers=args.solvers,
         datasets=args.datasets, repeat=args.repeat, out=args.out, max_train=args.max_train,
         max_test=args.max_test, time_limit=args.time_limit, row_budget=args.row_budget, warmup_max=args.warmup_max,
+        warmup_max_gpu=args.warmup_max_gpu,
         reference=not args.no_reference, device_inputs=args.device_inputs, plots=not args.no_plots,
         seed=args.seed, note=args.note,
     )

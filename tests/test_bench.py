@@ -220,6 +220,7 @@ def test_cli_bench(tmp_path, capsys):
     (["--solvers", "nope"], "'solvers' parameter"),
     (["--devices", "tpu"], "'devices' parameter"),
     (["--warmup-max", "0"], "'warmup_max' parameter"),  # every row failed, exit 0
+    (["--warmup-max-gpu", "-1"], "'warmup_max_gpu' parameter"),
     (["--max-train", "0"], "'max_train' parameter"),  # no data set loaded
     (["--max-test", "-1"], "'max_test' parameter"),
     (["--data-dir", "/nonexistent"], "'data_dir' parameter"),  # the tiny suite reads no files: ignored
@@ -327,6 +328,32 @@ def test_device_comparison_gpu_rows(tmp_path, gpu_backend):
         assert abs(gpu["objective"] - cpu["objective"]) <= 1e-6 * abs(cpu["objective"]), solver
     assert abs(rows[("budget-mm", "gpu")]["accuracy"] - rows[("budget-mm", "cpu")]["accuracy"]) <= 0.02
     assert doc["machine"]["gpu"]["name"] == gpu_backend.device_name
+
+
+def test_gpu_warmup_cap_per_suite():
+    # The paper suite times ONE fit: its GPU rows warm up on the whole training set (a 2,000-row DCSVC
+    # solves none of its levels, so its k-means and batched clusters met their CUDA kernels in the timed fit)
+    from gpusvm.bench.report import _gpu_warmup
+
+    paper = harness.Settings(suite="paper").resolved()
+    assert paper.warmup_max == 2000 and paper.warmup_max_gpu == 0
+    tiny = harness.Settings(suite="tiny", warmup_max=300).resolved()
+    assert tiny.warmup_max_gpu == 300  # other suites: as the CPU rows unless asked
+    assert harness.Settings(suite="tiny", warmup_max_gpu=50).resolved().warmup_max_gpu == 50
+    assert _gpu_warmup({"warmup_max": 2000, "warmup_max_gpu": 0}) == "; GPU rows: on the whole training set"
+    assert _gpu_warmup({"warmup_max": 2000, "warmup_max_gpu": 500}) == "; GPU rows: at most 500"
+    assert _gpu_warmup({"warmup_max": 2000, "warmup_max_gpu": 2000}) == ""
+    assert _gpu_warmup({"warmup_max": 2000}) == ""  # a document written before the setting existed
+
+
+@pytest.mark.gpu
+def test_gpu_rows_warm_up_on_their_own_cap(tmp_path, gpu_backend):
+    doc, _ = _run(tmp_path, solvers=("svc-smo",), datasets=("chess-600",), devices=("cpu", "gpu"), plots=False,
+                  warmup_max=100, warmup_max_gpu=0, reference=False)
+    rows = {r["device"]: r for r in doc["rows"]}
+    assert rows["cpu"]["warmup_n"] == 100
+    assert rows["gpu"]["warmup_n"] == rows["gpu"]["n_train"] > 100
+    assert doc["settings"]["warmup_max_gpu"] == 0
 
 
 def test_file_stem_names_usable_devices_before_their_rows_exist():

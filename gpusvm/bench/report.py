@@ -78,6 +78,14 @@ def _merged_machines(doc) -> list[str]:
     return list(ms) if len(ms) > 1 else []
 
 
+def _gpu_warmup(s) -> str:
+    """How GPU rows warmed up, where it differs from ``warmup_max`` (older documents lack the key)."""
+    g = s.get("warmup_max_gpu", s["warmup_max"])
+    if g == s["warmup_max"]:
+        return ""
+    return "; GPU rows: on the whole training set" if not g else f"; GPU rows: at most {g:,}"
+
+
 def _machine_line(doc) -> str:
     if merged := _merged_machines(doc):
         return "runs merged from different machines: " + " | ".join(merged)
@@ -135,7 +143,8 @@ def to_markdown(doc) -> str:
         f"- platform: {doc['machine'].get('platform')}",
         f"- git commit: {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}",
         "- versions: " + ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v is not None),
-        f"- repeats: {s['repeat']} timed fits after one warm-up (warm-up on at most {s['warmup_max']:,} rows); "
+        f"- repeats: {s['repeat']} timed fits after one warm-up (warm-up on at most {s['warmup_max']:,} rows"
+        + _gpu_warmup(s) + "); "
         f"times are min (and median) over repeats; inputs: {s['inputs']}",
         f"- max_train: {s['max_train']}, max_test: {s['max_test']}, time limit: {s['time_limit_s']} s "
         f"({s['time_limit_kind']}), row budget: {s.get('row_budget_s')} s (repeats stop once a row's timed fits "
