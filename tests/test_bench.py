@@ -356,6 +356,21 @@ def test_gpu_rows_warm_up_on_their_own_cap(tmp_path, gpu_backend):
     assert doc["settings"]["warmup_max_gpu"] == 0
 
 
+def test_warmup_full_solver_warms_up_on_the_whole_set(tmp_path, monkeypatch, test_solvers):
+    # DC-SVM's levels are not solved on a warm-up subset: its entries warm up on the whole training set
+    entries = registry.solvers()
+    assert entries["dcsvc"].warmup_full and entries["dcsvc-early"].warmup_full
+    assert not entries["svc-smo"].warmup_full
+    monkeypatch.setitem(registry._REGISTRY, "test-full-warm",
+                        BenchSolver("test-full-warm", "kernel", _tight_svc, ("cpu",), objective=sklearn_svc_objective,
+                                    warmup_full=True))
+    doc, _ = _run(tmp_path, solvers=("test-full-warm", "test-tight-svc"), datasets=("chess-600",), plots=False,
+                  warmup_max=100, reference=False)
+    rows = {r["solver"]: r for r in doc["rows"]}
+    assert rows["test-full-warm"]["warmup_n"] == rows["test-full-warm"]["n_train"] > 100
+    assert rows["test-tight-svc"]["warmup_n"] == 100
+
+
 def test_file_stem_names_usable_devices_before_their_rows_exist():
     # Checkpoints written while only the CPU rows are done must go to the final file name, not leave
     # a stale bench_paper_cpu.json beside bench_paper_cpu-gpu.json (seen on the first H100 run).

@@ -116,6 +116,10 @@ def _make(early):
     return make
 
 
+# warmup_full: on the suites' 1,000-2,000-row warm-up subsets no level is solved (clusters below
+# min_cluster_size), so the timed fit would be the first to run the levels' code (Numba cache loads on the CPU,
+# CuPy compiles or cache loads on the GPU: benchmarks/results/warmup_coverage_cudasim.md)
 register(BenchSolver(name="dcsvc", family="kernel", make=_make(False), objective=sklearn_svc_objective,
-                     exact=True))
-register(BenchSolver(name="dcsvc-early", family="kernel", make=_make(True), objective=None, exact=False))
+                     exact=True, warmup_full=True))
+register(BenchSolver(name="dcsvc-early", family="kernel", make=_make(True), objective=None, exact=False,
+                     warmup_full=True))

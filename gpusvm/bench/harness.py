@@ -11,7 +11,8 @@ For each (data set, solver, device) the harness
    on the problem's size (DC-SVM solves no level on 2,000 rows; its k-means and batched clusters then
    meet their kernels in the timed fit, where compilation or loading from CuPy's cache is paid). Numba's
    functions are cached on disk, so a CPU fit pays a cache load for that (0.1-0.3 s for a DCSVC fit). The paper suite (one timed fit)
-   therefore warms GPU rows up on the whole training set (``warmup_max_gpu=0``);
+   therefore warms GPU rows up on the whole training set (``warmup_max_gpu=0``), and a solver registered
+   with ``warmup_full`` (DC-SVM) warms up on the whole set on every device;
 2. runs ``repeat`` timed fits, each on a fresh estimator; on the GPU the device is synchronized
    (``be.sync()``) before the clock starts and before it stops, so queued work is counted;
 3. times ``predict`` on the test set after each fit (the output is converted to a NumPy array inside the
@@ -457,7 +458,7 @@ class Harness:
 
             # 1. warm-up (compilation, JIT, caches), on a stratified subset for large sets
             Xw, yw = Xtr, ytr
-            cap = s.warmup_max_gpu if device == "gpu" else s.warmup_max
+            cap = None if entry.warmup_full else (s.warmup_max_gpu if device == "gpu" else s.warmup_max)
             if cap and Xtr.shape[0] > cap:
                 Xw, yw = _suites.stratified_subset(Xtr, ytr, cap, s.seed)
             if row["inputs"] == "device":

@@ -30,6 +30,9 @@ class BenchSolver:
         called (e.g. ``{"loss": "hinge"}``); the row records the merged values, and the objective is
         compared with the reference's only where C, gamma, kernel and loss agree.
     datasets : optional names of the data sets to run on (default: every data set of its family).
+    warmup_full : warm up on the whole training set on every device, whatever ``warmup_max`` says: for
+        solvers whose code paths depend on the problem's size (DC-SVM solves no level on 2,000 rows, so a
+        subset would leave its k-means and level code to be compiled or loaded inside the timed fit).
     """
 
     name: str
@@ -40,6 +43,7 @@ class BenchSolver:
     exact: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
     datasets: tuple[str, ...] | None = None
+    warmup_full: bool = False
 
 
 _REGISTRY: dict[str, BenchSolver] = {}
