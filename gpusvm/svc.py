@@ -21,10 +21,10 @@ from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
-from ._parallel import check_n_jobs, map_problems, map_threads
+from ._parallel import check_n_jobs, effective_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers._common import early_stop_causes
-from ._solvers.smo import ROWS_SOLVERS
+from ._solvers.smo import ROWS_SOLVERS, SMALL_PAIRWISE_MAX_ROWS, small_pairwise_applies, solve_small_pairwise
 from ._solvers.segments import BATCH_MODES
 from ._solvers.smo_batched import MAX_WORKING_SET
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
@@ -774,6 +774,10 @@ class SVC(ClassifierMixin, BaseEstimator):
                               f"({type(exc).__name__}); the pairs are solved one by one. Pass batch_pairs=False to "
                               "skip the attempt.", UserWarning, stacklevel=2)
 
+        if not together and self.solver in ROWS_SOLVERS and small_pairwise_applies(
+                be, X, spec, opts.get("decomposition", "auto"), self.verbose):
+            together = self._solve_small_pairs(be, X, x_sqnorm, spec, tasks, Cvec_all, opts, cache_bytes)
+
         def solve_pair(p):
             idx, yb, groups = tasks[p]
             if p in together:
@@ -878,6 +882,30 @@ class SVC(ClassifierMixin, BaseEstimator):
                         **opts, **kw)
         alpha = undo(_host(be, res.alpha).astype(np.float64))
         return alpha, res
+
+    def _solve_small_pairs(self, be, X, x_sqnorm, spec, tasks, Cvec_all, opts, cache_bytes):
+        """The class pairs of ``tasks`` of at most :data:`SMALL_PAIRWISE_MAX_ROWS` rows (after copies are merged)
+        solved by :func:`solve_small_pairwise` (the CPU's pair-at-a-time solver, dense rows): ``{pair number:
+        (alpha over its rows on the host, BinaryResult)}``, as :meth:`_solve_rows` returns for one pair, to the
+        bit. With ``n_jobs``, the pairs in that many contiguous chunks, one call per thread."""
+        reduced = {}
+        for p, (idx, yb, groups) in enumerate(tasks):
+            rows, yr, Cr, undo = reduce_problem(idx, yb, Cvec_all[idx], groups)
+            if rows.shape[0] <= SMALL_PAIRWISE_MAX_ROWS:
+                reduced[p] = (rows, yr, Cr, undo)
+        keys = list(reduced)
+        if not keys:
+            return {}
+        threads = max(1, min(len(keys), effective_n_jobs(self.n_jobs)))
+        chunks = [keys[k * len(keys) // threads:(k + 1) * len(keys) // threads] for k in range(threads)]
+        kw = dict(tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes, **opts)
+        solved = map_threads(lambda ps: solve_small_pairwise(self.solver, be, X, x_sqnorm, spec,
+                                                             [reduced[p][:3] for p in ps], **kw), chunks, threads)
+        out = {}
+        for ps, results in zip(chunks, solved):
+            for p, res in zip(ps, results):
+                out[p] = (reduced[p][3](res.alpha.astype(np.float64)), res)
+        return out
 
     def _batch_pairs(self, be, n_pairs) -> bool:
         """Whether this fit solves its class pairs together (``batch_pairs``)."""

@@ -153,3 +153,80 @@ def solve_pa_smo(be, X, y, spec, C, *, tol, max_iter, cache_bytes, alpha0=None, 
                   alpha0=alpha0, x_sqnorm=x_sqnorm, verbose=verbose, random_state=random_state,
                   decomposition=decomposition, working_set_size=working_set_size,
                   gram_dtype=gram_dtype, pa_recent=pa_recent, shrinking=shrinking, rows=rows)
+
+
+#: The largest problems (rows) :func:`solve_small_pairwise` takes: its Gram-row stores (at most n x n values)
+#: are allocated in compiled code, without :func:`gpusvm._backend.base.reserve_rows`' retry with fewer rows;
+#: above a few hundred rows a problem's own solve outweighs the fixed cost that this saves anyway
+SMALL_PAIRWISE_MAX_ROWS = 2048
+
+
+def small_pairwise_applies(be, X, spec, decomposition="auto", verbose=0) -> bool:
+    """Whether :func:`solve_small_pairwise` can solve problems on ``X``: the CPU's pair-at-a-time decomposition
+    on dense float32 or float64 rows (not precomputed), without verbose output."""
+    import numpy as np
+
+    return (not be.is_gpu and type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float32, np.float64)
+            and spec.kind in ("linear", "poly", "rbf", "sigmoid") and decomposition in ("auto", "pairwise")
+            and not verbose)
+
+
+def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_iter, cache_bytes,
+                         decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
+                         shrinking=True):
+    """:func:`solve_smo` (``local="smo"``) or :func:`solve_pa_smo` (``"pa-smo"``) of each problem
+    ``(rows, y, C)`` of ``problems`` (host arrays; at most :data:`SMALL_PAIRWISE_MAX_ROWS` rows each) with
+    ``rows=`` on the dense host ``X`` (``x_sqnorm``: the float64 squared norms of all of X's rows, as
+    ``be.row_sqnorms(X, np.float64)``), where :func:`small_pairwise_applies`; returns their BinaryResults, the
+    same to the bit (tests/test_pair_batch.py).
+
+    For one-vs-one SVC with many small classes, whose class pairs each paid about 100 us of fixed cost
+    around a compiled solve of 20-30 us (the float32 check, the op's wrapper and copies, the bias): the
+    float32 decisions of all problems are made together (:func:`~gpusvm._backend.ops.gram_errors.
+    float32_too_coarse_many` for RBF and linear grams; poly and sigmoid ones each as :func:`resolve_gram_dtype`),
+    then one compiled call (:func:`~gpusvm._backend.ops.smo_pairwise._solve_pairs`) gathers each problem's
+    rows, solves it and computes its bias; only the objective's dot product is left to NumPy, per problem.
+    """
+    import numpy as np
+
+    from .._backend.ops.gram_errors import float32_too_coarse_many
+    from .._backend.ops.smo_pairwise import PA_ETA, _diag, _solve_pairs
+    from .._gram import GRAM_CODES
+    from ._common import FLOAT32_MAX_CURVATURE_ERROR
+
+    _check_common(decomposition, gram_dtype, pa_recent, shrinking)
+    if not problems:
+        return []
+    rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _, _ in problems])
+    y = np.concatenate([np.asarray(v, dtype=np.float64) for _, v, _ in problems])
+    C = np.concatenate([np.asarray(c, dtype=np.float64) for _, _, c in problems])
+    sizes = np.array([r.shape[0] for r, _, _ in problems], dtype=np.int64)
+    starts = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    sq = np.asarray(x_sqnorm, dtype=np.float64)
+    if str(gram_dtype) == "float64":
+        f64 = np.ones(len(problems), dtype=bool)
+    elif spec.kind in ("rbf", "linear"):
+        f64 = float32_too_coarse_many(X, sq, spec, rows, starts, FLOAT32_MAX_CURVATURE_ERROR)
+    else:
+        f64 = np.array([resolve_gram_dtype(be, X, spec, sq[r], gram_dtype, computed_in="float64", rows=r) == "float64"
+                        for r, _, _ in problems], dtype=bool)
+    use_qd = spec.kind in ("poly", "sigmoid")  # (their diagonals by NumPy's power and tanh, as the op takes them)
+    QD = np.concatenate([_diag(sq[r], spec) for r, _, _ in problems]) if use_qd else np.zeros(1)
+    max_iters = np.array([step_cap(max_iter, n) for n in sizes.tolist()], dtype=np.int64)
+    n_all, P = int(rows.shape[0]), len(problems)
+    alpha, G = np.empty(n_all), np.empty(n_all)
+    n_iter, status = np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64)
+    b, sum_alpha = np.empty(P), np.empty(P)
+    _solve_pairs(np.ascontiguousarray(X, dtype=np.float64), sq, rows, starts, y, C, QD, use_qd, f64, max_iters,
+                 GRAM_CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree), int(cache_bytes),
+                 float(tol), bool(shrinking), local == "pa-smo", int(pa_recent), PA_ETA, alpha, G, n_iter, status, b,
+                 sum_alpha)
+    out = []
+    for p, (s, e) in enumerate(zip(starts[:-1].tolist(), starts[1:].tolist())):
+        a, g = alpha[s:e], G[s:e]
+        objective = float(0.5 * sum_alpha[p] - 0.5 * np.dot(a, g))  # (dual_objective's operations)
+        out.append(BinaryResult(alpha=a, b=float(b[p]), objective=objective, n_iter=int(n_iter[p]),
+                                converged=bool(status[p] == 0), gradient=g,
+                                info={"decomposition": "pairwise", "gram_dtype": "float64" if f64[p] else "float32"}))
+    return out

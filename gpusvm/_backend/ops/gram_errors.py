@@ -242,3 +242,81 @@ def sample_gram_errors_gpu(be, S, spec, sq, computed_in, pair_limit=None):
     K32 = _float32_values(be, S, spec, sq, computed_in, xp.float32)
     return errors_from_gram(xp, K, K.astype(xp.float32) if K32 is None else K32,
                             computed_in == "float32" and spec.kind == "rbf")
+
+
+@numba.njit(cache=True, nogil=True)
+def _rbf_upper_args_many(prod, sq, neg_gamma):
+    """:func:`_rbf_upper_args` of each sample ``p`` (``prod[p]``, ``sq[p]``), one after the other in one vector."""
+    P, m = prod.shape[0], prod.shape[1]
+    L = m * (m + 1) // 2
+    out = np.empty(P * L)
+    for p in range(P):
+        out[p * L:(p + 1) * L] = _rbf_upper_args(prod[p], sq[p], neg_gamma)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _upper_many(prod):
+    """The upper triangles (i <= j, row by row) of the matrices ``prod[p]``, one after the other in one vector."""
+    P, m = prod.shape[0], prod.shape[1]
+    out = np.empty(P * (m * (m + 1) // 2))
+    k = 0
+    for p in range(P):
+        for i in range(m):
+            for j in range(i, m):
+                out[k] = prod[p, i, j]
+                k += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_median_above_many(K, P, m, limit):
+    """:func:`_pair_median_above` of each of the ``P`` packed triangles that ``K`` holds one after the other."""
+    L = m * (m + 1) // 2
+    out = np.empty(P, dtype=np.bool_)
+    for p in range(P):
+        out[p] = _pair_median_above(K[p * L:(p + 1) * L], m, limit)
+    return out
+
+
+_CHUNK = 32  # samples per step of float32_too_coarse_many
+
+
+def float32_too_coarse_many(X, x_sqnorm, spec, rows, starts, limit):
+    """For each problem p, the host rows ``rows[starts[p]:starts[p + 1]]`` of the dense float32 or float64 host
+    ``X`` (RBF or linear ``spec``; ``x_sqnorm``: the float64 squared norms of X's rows, read for RBF): whether
+    :func:`gpusvm._solvers._common.float32_gram_errors` with ``computed_in="float64"`` and ``pair_limit=limit``
+    measures a pair error above ``limit`` (its diagonal measure is then 0.0), i.e. whether
+    :func:`~gpusvm._solvers._common.resolve_gram_dtype` turns "float32" into "float64" for it. The same
+    decision to the bit (tests/test_pair_batch.py): the same sample rows, products (NumPy's matmul of each
+    sample with itself: BLAS's syrk, or gemm for two float64 copies of float32 rows), transform (np.exp of
+    :func:`_rbf_upper_args`'s arguments; elementwise) and :func:`_pair_median_above`, the samples of one size
+    stacked so that each step is one call for all of them instead of a dozen NumPy calls per problem (44 us
+    of a class pair's fixed cost on 100 classes of 30 points; benchmarks/many_classes.py)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ns = np.diff(starts)
+    ms = np.minimum(ns, 64)
+    out = np.zeros(ns.shape[0], dtype=bool)
+    for m in np.unique(ms).tolist():
+        if m < 2:  # (no pair: float32)
+            continue
+        group = np.flatnonzero(ms == m)
+        # in chunks whose products (m x m each) stay in the cache: 4,950 samples of 60 rows at once wrote
+        # and read 140 MB of products, a third of the check's time
+        for c0 in range(0, group.shape[0], _CHUNK):
+            ps = group[c0:c0 + _CHUNK]
+            # float32_gram_errors' sample of each: k (n - 1) // (m - 1), k < m
+            idx = (np.arange(m, dtype=np.int64)[None, :] * (ns[ps, None] - 1)) // (m - 1)
+            srows = rows[starts[ps, None] + idx]
+            S = X[srows]  # (P, m, d)
+            if S.dtype == np.float64:
+                prod = S @ S.transpose(0, 2, 1)  # (each sample times its own transpose: syrk, as S @ S.T)
+            else:
+                prod = S.astype(np.float64) @ S.astype(np.float64).transpose(0, 2, 1)
+            if spec.kind == "rbf":
+                sq = np.ascontiguousarray(x_sqnorm[srows], dtype=np.float64)
+                K = np.exp(_rbf_upper_args_many(prod, sq, np.float64(-spec.gamma)))
+            else:
+                K = _upper_many(prod)
+            out[ps] = _pair_median_above_many(K, ps.shape[0], m, float(limit))
+    return out

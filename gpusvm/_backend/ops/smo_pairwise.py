@@ -1119,3 +1119,169 @@ def smo_pairwise_cpu(be, X, y, spec, C, *, tol=1e-3, max_iter=-1, cache_bytes=20
                  "gram_evaluations": int(counters[4]), "cache_rows": cap,
                  "cache_rows_used": int(counters[1])},
     }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Many small problems in one call (one-vs-one SVC's class pairs)
+# ---------------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _block_sum(a, lo, n):
+    """:func:`_pairwise_sum` of at most 128 values: below 8 one after the other, else with 8 accumulators
+    (the values after the last multiple of 8 added to their sum one by one)."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        k = lo + i
+        r0 += a[k]
+        r1 += a[k + 1]
+        r2 += a[k + 2]
+        r3 += a[k + 3]
+        r4 += a[k + 4]
+        r5 += a[k + 5]
+        r6 += a[k + 6]
+        r7 += a[k + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise_sum(a, lo, n):
+    """NumPy's pairwise summation of ``a[lo:lo + n]`` (float64), the sum its add reduction of a contiguous
+    float64 vector computes after its initial 0.0 (so ``np.sum(a[lo:lo + n]) == 0.0 + this``, to the bit,
+    tests/test_pair_batch.py): blocks of up to 128 values by :func:`_block_sum`, longer runs as the sum of
+    their two halves cut at a multiple of 8 (``left + right``). The recursion is walked with an explicit stack:
+    Numba's cache does not take recursive functions (a process that loaded one from it crashed)."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    los = np.empty(64, dtype=np.int64)  # the frames: a run (start, length) and how far it is (0, 1, 2)
+    lens = np.empty(64, dtype=np.int64)
+    state = np.zeros(64, dtype=np.int64)
+    vals = np.empty(64)  # the sums of the finished runs not yet added to their sibling
+    los[0], lens[0] = lo, n
+    top, nv = 0, 0
+    while top >= 0:
+        m = lens[top]
+        if m <= 128:
+            vals[nv] = _block_sum(a, los[top], m)
+            nv += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if state[top] == 2:  # both halves summed
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+            top -= 1
+            continue
+        state[top] += 1
+        first = state[top] == 1
+        los[top + 1] = los[top] if first else los[top] + half
+        lens[top + 1] = half if first else m - half
+        state[top + 1] = 0
+        top += 1
+    return vals[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _bias_of(y, alpha, G, C):
+    """:func:`gpusvm._solvers._common.bias` (margin ``BOUND_MARGIN`` = 1e-12) of one solved problem, each
+    operation as there: the free variables' ``y G`` by :func:`~.bias.free_yG`'s test, NumPy's sum of them
+    (:func:`_pairwise_sum`), else the midpoint of the bounds' min and max (NaN propagated as np.min/np.max)."""
+    up, low = 1.0 - 1e-12, 1e-12
+    n = y.shape[0]
+    w = np.empty(n)
+    n_free = 0
+    for t in range(n):
+        if alpha[t] >= C[t] * up or alpha[t] <= C[t] * low:
+            w[t] = 0.0
+        else:
+            w[t] = y[t] * G[t]
+            n_free += 1
+    if n_free > 0:
+        return -((0.0 + _pairwise_sum(w, 0, n)) / np.float64(n_free))
+    ub, lb = np.inf, -np.inf
+    for t in range(n):
+        if not C[t] > 0.0:
+            continue
+        at_up = alpha[t] >= C[t] * up
+        at_low = alpha[t] <= C[t] * low
+        pos = y[t] > 0.0
+        v = y[t] * G[t]
+        if (at_up and not pos) or (at_low and pos):
+            if v < ub or v != v:
+                ub = v if ub == ub else ub
+        if (at_up and pos) or (at_low and not pos):
+            if v > lb or v != v:
+                lb = v if lb == lb else lb
+    if not ub < np.inf:
+        ub = lb
+    if not lb > -np.inf:
+        lb = ub
+    return -(0.5 * (ub + lb))
+
+
+@numba.njit(cache=True, nogil=True)
+def _solve_pairs(X, sq_all, rows, starts, y, C, QD_all, use_qd, f64, max_iters, code, gamma, coef0, degree,
+                 cache_bytes, tol, shrinking, planning, pa_recent, eta, alpha_out, G_out, n_iter, status, b,
+                 sum_alpha):
+    """:func:`smo_pairwise_cpu` and the bias of each of many problems on dense rows, as :func:`_prepare` and the
+    op would: problem p is ``X[rows[starts[p]:starts[p + 1]]]`` (``X`` float64, C-contiguous; ``sq_all``: its
+    rows' squared norms as :func:`_prepare` sums them) with labels, bounds, diagonal (``QD_all``, when
+    ``use_qd``; else RBF's ones or linear's squared norms) and step limit its own, ``f64[p]`` its Gram value
+    type (float64, else float32). Writes alpha and G in the problem's row order into ``alpha_out``,
+    ``G_out`` (the same slices), and per problem the steps, the status (0: converged), the bias
+    (:func:`_bias_of`) and ``np.sum(alpha)`` (to the bit)."""
+    d = X.shape[1]
+    indptr = np.zeros(2, dtype=np.int64)
+    indices = np.zeros(1, dtype=np.int64)
+    data = np.zeros(1)
+    gk = (False, code, gamma, coef0, degree, 1)
+    for p in range(starts.shape[0] - 1):
+        s = starts[p]
+        n = starts[p + 1] - s
+        XT = np.empty((d, n))
+        sq = np.empty(n)
+        for j in range(n):
+            r = rows[s + j]
+            for k in range(d):
+                XT[k, j] = X[r, k]
+            sq[j] = sq_all[r]
+        if use_qd:
+            QD = QD_all[s:s + n].copy()
+        elif code == 2:
+            QD = np.ones(n)
+        else:
+            QD = sq.copy()
+        yp = y[s:s + n].copy()
+        Cp = C[s:s + n].copy()
+        alpha = np.zeros(n)
+        perm = np.arange(n)
+        gx = (XT, indptr, indices, data, perm, sq.copy(), yp)
+        if f64[p]:
+            store = np.empty((max(2, min(n, cache_bytes // max(1, n * 8))), n))
+            Gp, it, st, _, _, _ = _solve(gx, gk, Cp, alpha, QD, store, tol, max_iters[p], shrinking, planning,
+                                         pa_recent, eta, False)
+        else:
+            store32 = np.empty((max(2, min(n, cache_bytes // max(1, n * 4))), n), dtype=np.float32)
+            Gp, it, st, _, _, _ = _solve(gx, gk, Cp, alpha, QD, store32, tol, max_iters[p], shrinking, planning,
+                                         pa_recent, eta, False)
+        for k in range(n):
+            alpha_out[s + perm[k]] = alpha[k]
+            G_out[s + perm[k]] = Gp[k]
+        n_iter[p] = it
+        status[p] = st
+        a, g = alpha_out[s:s + n], G_out[s:s + n]
+        b[p] = _bias_of(y[s:s + n], a, g, C[s:s + n])
+        sum_alpha[p] = 0.0 + _pairwise_sum(a, 0, n)

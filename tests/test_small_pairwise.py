@@ -1,0 +1,194 @@
+"""solve_small_pairwise (gpusvm._solvers.smo): SVC's small class pairs solved by one compiled call on the CPU.
+
+Every result must be the one of the pair solved alone by the pair-at-a-time op (``solve_smo(rows=...)``),
+to the bit: alpha, gradient, bias, objective, steps, and the float32 / float64 decision of the Gram values
+(:func:`gpusvm._solvers._common.resolve_gram_dtype`)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits, make_blobs
+
+import gpusvm.svc as svc_module
+from gpusvm import GramSpec, get_backend
+from gpusvm._backend.ops.gram_errors import float32_too_coarse_many
+from gpusvm._backend.ops.smo_pairwise import _bias_of, _pairwise_sum, _prepare
+from gpusvm._ovo import ovo_pair_rows
+from gpusvm._solvers._common import FLOAT32_MAX_CURVATURE_ERROR, bias, float32_gram_errors, resolve_gram_dtype
+from gpusvm._solvers.smo import solve_pa_smo, solve_smo, solve_small_pairwise
+from gpusvm.svc import SVC
+
+CPU = get_backend("cpu")
+
+
+def _flat(problems):
+    rows = np.concatenate([r for r, _, _ in problems])
+    starts = np.concatenate([[0], np.cumsum([r.shape[0] for r, _, _ in problems])]).astype(np.int64)
+    return rows, starts
+
+
+def _shifted_classes(dtype=np.float64, n_classes=12, per_class=30, seed=0):
+    """Classes shifted from the origin by 1 to 3,000 (class c by 10 ** (c / 3.3)): the float32 Gram values of
+    some pairs perturb their curvatures beyond the threshold, of others not."""
+    rng = np.random.RandomState(seed)
+    X = np.concatenate([rng.normal(size=(per_class, 4)) + 10 ** (c / 3.3) for c in range(n_classes)])
+    y = np.repeat(np.arange(n_classes), per_class)
+    return X.astype(dtype), y
+
+
+def _problems(y, sizes=None, seed=0):
+    """One-vs-one problems of labels ``y`` (rows, labels, bounds), some cut to the sizes in ``sizes``."""
+    rng = np.random.RandomState(seed)
+    out = []
+    for k, (_, _, idx, yb) in enumerate(ovo_pair_rows(np.arange(y.shape[0]), y, np.unique(y))):
+        if sizes is not None:
+            m = sizes[k % len(sizes)]
+            idx, yb = idx[:m], yb[:m]
+        out.append((idx, yb, rng.uniform(0.5, 2.0, idx.shape[0])))
+    return out
+
+
+def test_pairwise_sum_is_numpys_sum():
+    rng = np.random.RandomState(0)
+    for n in [*range(300), 511, 1000, 1024, 2047, 4099, 8191, 8193, 20001]:
+        a = rng.standard_normal(n) * np.exp(rng.uniform(-30, 30, n))
+        buf = np.concatenate([rng.standard_normal(3), a])
+        assert np.sum(a) == 0.0 + _pairwise_sum(a, 0, n)
+        assert np.sum(a) == 0.0 + _pairwise_sum(buf, 3, n)
+
+
+def test_bias_of_is_bias():
+    rng = np.random.RandomState(1)
+    for trial in range(300):
+        n = int(rng.randint(1, 40))
+        y = np.where(rng.rand(n) < 0.5, 1.0, -1.0)
+        C = rng.uniform(0.1, 3.0, n)
+        C[rng.rand(n) < 0.1] = 0.0
+        alpha = np.where(rng.rand(n) < 0.5, 0.0, C)
+        if trial % 3 == 0:  # some free
+            free = rng.rand(n) < 0.3
+            alpha[free] = C[free] * rng.uniform(0.0, 1.0, int(free.sum()))
+        if trial % 5 == 0:  # a hair below C: at the bound
+            alpha[0] = C[0] * (1 - 1e-14)
+        G = rng.standard_normal(n)
+        assert bias(CPU, y, alpha, G, C) == _bias_of(y, alpha, G, C)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float32_decisions_together_are_resolve_gram_dtypes(kernel, dtype):
+    X, y = _shifted_classes(dtype, per_class=60)
+    sq = CPU.row_sqnorms(X, np.float64)
+    gamma = 1.0 / (X.shape[1] * float(np.var(X.astype(np.float64))))
+    spec = GramSpec(kernel, gamma=gamma * 1e-3)
+    # pairs of all sizes around the sample's 64 rows, down to one row
+    problems = _problems(y, sizes=[120, 1, 2, 3, 17, 33, 60, 63, 64, 65, 100])
+    rows, starts = _flat(problems)
+    got = float32_too_coarse_many(X, sq, spec, rows, starts, FLOAT32_MAX_CURVATURE_ERROR)
+    want = np.array([resolve_gram_dtype(CPU, X, spec, sq[r], "float32", computed_in="float64", rows=r) == "float64"
+                     for r, _, _ in problems])
+    assert got.tolist() == want.tolist()
+    assert 0 < want.sum() < want.shape[0]  # both decisions are taken
+    # at, just below and just above each problem's own measure: the same values to the last bit
+    checked = 0
+    for k in range(0, len(problems), 5):
+        r = problems[k][0]
+        pair, _ = float32_gram_errors(CPU, X, spec, sq[r], rows=r)
+        if not np.isfinite(pair) or pair == 0.0:
+            continue
+        for limit in (pair, np.nextafter(pair, -np.inf), np.nextafter(pair, np.inf)):
+            assert float32_too_coarse_many(X, sq, spec, rows, starts, limit)[k] == (pair > limit)
+        checked += 1
+    assert checked >= 8
+
+
+def _assert_same(res, ref):
+    assert np.array_equal(res.alpha, ref.alpha)
+    assert np.array_equal(res.gradient, ref.gradient)
+    assert res.b == ref.b
+    assert res.objective == ref.objective
+    assert res.n_iter == ref.n_iter
+    assert res.converged == ref.converged
+    assert res.info["gram_dtype"] == ref.info["gram_dtype"]
+
+
+@pytest.mark.parametrize("solver", ["smo", "pa-smo"])
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
+def test_small_pairwise_is_the_pair_solved_alone(solver, kernel):
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, y[:600]
+    Xs, ys = _shifted_classes(n_classes=6, per_class=25)
+    fn = solve_smo if solver == "smo" else solve_pa_smo
+    spec = GramSpec(kernel, gamma=0.02 if kernel != "sigmoid" else 0.002, coef0=0.5, degree=3)
+    for XX, yy, kw in [(X, y, {}), (X.astype(np.float32), y, {"shrinking": False}), (X, y, {"max_iter": 15}),
+                       (X, y, {"gram_dtype": "float64"}), (Xs, ys, {}), (X, y, {"pa_recent": 3, "tol": 1e-5})]:
+        sq = CPU.row_sqnorms(XX, np.float64)
+        problems = _problems(yy, sizes=[None, 1, 2, 5, 40] if XX is X else None)
+        problems = [(r, v, c) for r, v, c in problems if r.shape[0] > 0]
+        opts = dict(tol=kw.get("tol", 1e-3), max_iter=kw.get("max_iter", -1), cache_bytes=2**20,
+                    gram_dtype=kw.get("gram_dtype", "float32"), shrinking=kw.get("shrinking", True),
+                    pa_recent=kw.get("pa_recent", 2))
+        got = solve_small_pairwise(solver, CPU, XX, sq, spec, problems, **opts)
+        for (r, v, c), res in zip(problems, got):
+            # the op's own squared norms of the rows: those the problems were given
+            assert np.array_equal(_prepare(XX, rows=r)[5], sq[r])
+            _assert_same(res, fn(CPU, XX, v, spec, c, x_sqnorm=sq[r], rows=r, **opts))
+
+
+def _fitted(m):
+    dc = m.dual_coef_
+    return dict(dual_coef=dc.toarray() if sp.issparse(dc) else dc, support=m.support_, intercept=m.intercept_,
+                n_iter=m.n_iter_, objective=m.objective_, n_support=m.n_support_, probA=m.probA_, probB=m.probB_)
+
+
+@pytest.mark.parametrize("kw, fit_kw", [
+    ({}, {}), ({"solver": "pa-smo", "kernel": "poly"}, {}), ({"class_weight": "balanced", "n_jobs": 2}, {}),
+    ({"kernel": "linear"}, {"sample_weight": "zeros"}), ({"probability": True, "random_state": 0}, {}),
+    ({"kernel": "sigmoid", "gamma": 1e-3}, {})])
+def test_svc_models_are_those_of_the_pairs_solved_one_by_one(kw, fit_kw, monkeypatch):
+    X, y = make_blobs(n_samples=600, centers=20, n_features=6, random_state=0, cluster_std=3.0)
+    X = np.concatenate([X, X[:50]])  # copies (merged per pair)
+    y = np.concatenate([y, y[:50]])
+    if fit_kw.get("sample_weight") == "zeros":
+        w = np.random.RandomState(0).uniform(0.2, 2.0, y.shape[0])
+        w[::7] = 0.0
+        fit_kw = {"sample_weight": w}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        new = SVC(device="cpu", **kw).fit(X, y, **fit_kw)
+        calls = []
+        monkeypatch.setattr(svc_module, "solve_small_pairwise", lambda *a, **k: calls.append(1))
+        monkeypatch.setattr(svc_module, "small_pairwise_applies", lambda *a, **k: False)
+        old = SVC(device="cpu", **kw).fit(X, y, **fit_kw)
+    assert not calls
+    a, b = _fitted(new), _fitted(old)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    Xt = X[::3] + 0.1
+    assert np.array_equal(new.decision_function(Xt), old.decision_function(Xt))
+
+
+def test_svc_uses_the_compiled_pairs_only_where_they_apply(monkeypatch):
+    """Dense rows on the CPU: yes; CSR, precomputed, verbose: no (the pairs one by one)."""
+    calls = []
+    real = svc_module.solve_small_pairwise
+
+    def spy(*a, **k):
+        calls.append(len(a[5]))
+        return real(*a, **k)
+
+    monkeypatch.setattr(svc_module, "solve_small_pairwise", spy)
+    X, y = make_blobs(n_samples=120, centers=4, n_features=3, random_state=0)
+    SVC(device="cpu").fit(X, y)
+    assert calls == [6]
+    SVC(device="cpu").fit(sp.csr_matrix(X), y)
+    SVC(device="cpu", kernel="precomputed").fit(X @ X.T, y)
+    SVC(device="cpu", decomposition="batched").fit(X, y)
+    assert calls == [6]
+    monkeypatch.setattr(svc_module, "SMALL_PAIRWISE_MAX_ROWS", 59)  # (pairs of 60 rows: one by one)
+    SVC(device="cpu").fit(X, y)
+    assert calls == [6]
