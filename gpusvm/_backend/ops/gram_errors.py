@@ -248,10 +248,18 @@ def sample_gram_errors_gpu(be, S, spec, sq, computed_in, pair_limit=None):
 def _rbf_upper_args_many(prod, sq, neg_gamma):
     """:func:`_rbf_upper_args` of each sample ``p`` (``prod[p]``, ``sq[p]``), one after the other in one vector."""
     P, m = prod.shape[0], prod.shape[1]
-    L = m * (m + 1) // 2
-    out = np.empty(P * L)
-    for p in range(P):
-        out[p * L:(p + 1) * L] = _rbf_upper_args(prod[p], sq[p], neg_gamma)
+    out = np.empty(P * (m * (m + 1) // 2))
+    k = 0
+    for p in range(P):  # (the loop of _rbf_upper_args)
+        for i in range(m):
+            for j in range(i, m):
+                t = prod[p, i, j] * -2.0
+                t = t + sq[p, i]
+                t = t + sq[p, j]
+                if not (t >= 0.0 or t != t):
+                    t = 0.0
+                out[k] = t * neg_gamma
+                k += 1
     return out
 
 
