@@ -904,7 +904,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         out = {}
         for ps, results in zip(chunks, solved):
             for p, res in zip(ps, results):
-                out[p] = (reduced[p][3](res.alpha.astype(np.float64)), res)
+                out[p] = (reduced[p][3](res.alpha), res)  # (host float64 already)
         return out
 
     def _batch_pairs(self, be, n_pairs) -> bool:

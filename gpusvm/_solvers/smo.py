@@ -197,10 +197,11 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     _check_common(decomposition, gram_dtype, pa_recent, shrinking)
     if not problems:
         return []
-    rows = np.concatenate([np.asarray(r, dtype=np.int64) for r, _, _ in problems])
-    y = np.concatenate([np.asarray(v, dtype=np.float64) for _, v, _ in problems])
-    C = np.concatenate([np.asarray(c, dtype=np.float64) for _, _, c in problems])
-    sizes = np.array([r.shape[0] for r, _, _ in problems], dtype=np.int64)
+    rs, ys, cs = zip(*problems)
+    rows = np.concatenate(rs).astype(np.int64, copy=False)
+    y = np.concatenate(ys).astype(np.float64, copy=False)
+    C = np.concatenate(cs).astype(np.float64, copy=False)
+    sizes = np.array([r.shape[0] for r in rs], dtype=np.int64)
     starts = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     sq = np.asarray(x_sqnorm, dtype=np.float64)
@@ -213,7 +214,9 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
                         for r, _, _ in problems], dtype=bool)
     use_qd = spec.kind in ("poly", "sigmoid")  # (their diagonals by NumPy's power and tanh, as the op takes them)
     QD = np.concatenate([_diag(sq[r], spec) for r, _, _ in problems]) if use_qd else np.zeros(1)
-    max_iters = np.array([step_cap(max_iter, n) for n in sizes.tolist()], dtype=np.int64)
+    # step_cap of each: LIBSVM's max(10^7, 100 n) where max_iter asks for no limit
+    max_iters = np.maximum(step_cap(-1, 0), 100 * sizes) if max_iter is None or int(max_iter) < 0 else (
+        np.full(len(problems), int(max_iter), dtype=np.int64))
     n_all, P = int(rows.shape[0]), len(problems)
     alpha, G = np.empty(n_all), np.empty(n_all)
     n_iter, status = np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64)
@@ -223,10 +226,14 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
                  float(tol), bool(shrinking), local == "pa-smo", int(pa_recent), PA_ETA, alpha, G, n_iter, status, b,
                  sum_alpha)
     out = []
-    for p, (s, e) in enumerate(zip(starts[:-1].tolist(), starts[1:].tolist())):
+    bounds, sums, biases = starts.tolist(), sum_alpha.tolist(), b.tolist()
+    steps, converged, types = n_iter.tolist(), (status == 0).tolist(), f64.tolist()
+    dot = np.dot
+    for p in range(P):
+        s, e = bounds[p], bounds[p + 1]
         a, g = alpha[s:e], G[s:e]
-        objective = float(0.5 * sum_alpha[p] - 0.5 * np.dot(a, g))  # (dual_objective's operations)
-        out.append(BinaryResult(alpha=a, b=float(b[p]), objective=objective, n_iter=int(n_iter[p]),
-                                converged=bool(status[p] == 0), gradient=g,
-                                info={"decomposition": "pairwise", "gram_dtype": "float64" if f64[p] else "float32"}))
+        objective = 0.5 * sums[p] - 0.5 * float(dot(a, g))  # (dual_objective's operations, in float64)
+        out.append(BinaryResult(alpha=a, b=biases[p], objective=objective, n_iter=steps[p], converged=converged[p],
+                                gradient=g, info={"decomposition": "pairwise",
+                                                  "gram_dtype": "float64" if types[p] else "float32"}))
     return out
