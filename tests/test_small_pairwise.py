@@ -107,10 +107,11 @@ def test_float32_decisions_together_are_resolve_gram_dtypes(kernel, dtype):
 
 
 def test_rbf_screen_answers_only_where_it_is_certain():
-    """_rbf_upper_args_many's certain answer (float32) is the exact one (_pair_median_above of the values)
+    """_rbf_screen's certain answer (float32) is the exact one (_pair_median_above of the values)
     wherever it is given: samples of tight and loose clusters, near the origin and far from it, at gammas
     from 1e-4 to 1e4 (both answers, and the exact answer float64 next to certain ones)."""
-    from gpusvm._backend.ops.gram_errors import RBF_SCREEN_MIN_LIMIT, _pair_median_above, _rbf_upper_args_many
+    from gpusvm._backend.ops.gram_errors import (RBF_SCREEN_MIN_LIMIT, _pair_median_above, _rbf_screen,
+                                                 _rbf_upper_args, _rbf_upper_args_many)
 
     rng = np.random.default_rng(7)
     counts = {"sure": 0, "unsure_f32": 0, "f64": 0}
@@ -121,7 +122,10 @@ def test_rbf_screen_answers_only_where_it_is_certain():
         S = S + float(rng.choice([0.0, 100.0, 1e4]))
         gamma = 10 ** rng.uniform(-4, 4)
         sq = np.einsum("ij,ij->i", S, S)
-        args, sure = _rbf_upper_args_many((S @ S.T)[None], sq[None], np.float64(-gamma))
+        prod = S @ S.T
+        args = _rbf_upper_args_many(prod[None], sq[None], np.float64(-gamma))
+        assert np.array_equal(args, _rbf_upper_args(prod, sq, np.float64(-gamma)), equal_nan=True)
+        sure = _rbf_screen(prod[None], sq[None], np.float64(-gamma))
         exact = [_pair_median_above(np.exp(args), m, limit) for limit in (RBF_SCREEN_MIN_LIMIT, 1e-3)]
         assert not (sure[0] and any(exact))
         counts["sure" if sure[0] else "f64" if exact[0] else "unsure_f32"] += 1

@@ -244,7 +244,7 @@ def sample_gram_errors_gpu(be, S, spec, sq, computed_in, pair_limit=None):
                             computed_in == "float32" and spec.kind == "rbf")
 
 
-#: :func:`_rbf_upper_args_many`'s certain answer holds for pair limits from this one up (see there)
+#: :func:`_rbf_screen`'s certain answer holds for pair limits from this one up (see there)
 RBF_SCREEN_MIN_LIMIT = 1e-5
 _RBF_SCREEN_FAR = -0.00625  # (an exponent at most this: K_ij <= 0.99377)
 _RBF_SCREEN_DIAG = -1e-9  # (diagonal exponents at least this: K_ii >= 1 - 1e-9)
@@ -252,43 +252,62 @@ _RBF_SCREEN_DIAG = -1e-9  # (diagonal exponents at least this: K_ii >= 1 - 1e-9)
 
 @numba.njit(cache=True, nogil=True)
 def _rbf_upper_args_many(prod, sq, neg_gamma):
-    """:func:`_rbf_upper_args` of each sample ``p`` (``prod[p]``, ``sq[p]``), one after the other in one vector,
-    and per sample whether its pair measure is certainly at most :data:`RBF_SCREEN_MIN_LIMIT` (so float32 for
-    any limit from that one up; False: not known, the values decide).
-
-    Certain when every diagonal exponent is at least -1e-9 (NaN is not) and more than half of the m (m - 1) / 2
-    pairs have an exponent of at most -0.00625. Then with K = exp(exponent) (NumPy's exp, within a few ulp;
-    the margins below are orders of magnitude wider): K_ii is in [1 - 1e-9, 1], which float32 rounds to 1, so
-    |E_ii| <= 1e-9; every K_ij is in [0, 1], so |E_ij| <= 2^-25 (half a float32 ulp below 1), and
-    P <= 2e-9 + 2^-24 < 6.2e-8 for every pair; a pair with exponent <= -0.00625 has K_ij <= 0.99377 and so
-    A >= 2 (1 - 1e-9) - 2 * 0.99377 > 0.0124 > 0, its ratio P / A < 5e-6 < 1e-5. Those pairs are more than
-    half of all pairs, so more than half of the c pairs with A > 0 have a ratio at most the limit: the median
-    is at most it, or NaN (:func:`_pair_median_above` answers False both ways). Its exact answer, without
-    exp and the median (tests/test_small_pairwise.py checks it against them)."""
+    """:func:`_rbf_upper_args` of each sample ``p`` (``prod[p]``, ``sq[p]``), one after the other in one vector."""
     P, m = prod.shape[0], prod.shape[1]
     out = np.empty(P * (m * (m + 1) // 2))
-    sure = np.empty(P, dtype=np.bool_)
-    half = (m * (m - 1) // 2) // 2
     k = 0
-    for p in range(P):  # (the loop of _rbf_upper_args)
-        n_far = 0
-        diag_ok = True
+    for p in range(P):
         for i in range(m):
             for j in range(i, m):
-                t = prod[p, i, j] * -2.0
-                t = t + sq[p, i]
-                t = t + sq[p, j]
-                if not (t >= 0.0 or t != t):
-                    t = 0.0
-                a = t * neg_gamma
-                out[k] = a
+                out[k] = _rbf_arg(prod[p, i, j], sq[p, i], sq[p, j], neg_gamma)
                 k += 1
-                if j == i:
-                    diag_ok &= a >= _RBF_SCREEN_DIAG
-                else:
-                    n_far += a <= _RBF_SCREEN_FAR
-        sure[p] = diag_ok and n_far > half
-    return out, sure
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rbf_arg(prod_ij, sq_i, sq_j, neg_gamma):
+    """One value of :func:`_rbf_upper_args`, the same operations."""
+    t = prod_ij * -2.0
+    t = t + sq_i
+    t = t + sq_j
+    if not (t >= 0.0 or t != t):
+        t = 0.0
+    return t * neg_gamma
+
+
+@numba.njit(cache=True, nogil=True)
+def _rbf_screen(prod, sq, neg_gamma):
+    """Per sample ``p`` (``prod[p]``, ``sq[p]``, as :func:`_rbf_upper_args_many` takes them): whether its pair
+    measure is certainly at most :data:`RBF_SCREEN_MIN_LIMIT`, so that the answer is float32 for any limit from
+    that one up (False: not known, the values decide).
+
+    Certain when every diagonal exponent (:func:`_rbf_arg`, the values the exact check exponentiates) is at
+    least -1e-9 (NaN is not) and more than half of the m (m - 1) / 2 pairs have an exponent of at most
+    -0.00625. Then with K = exp(exponent) (NumPy's exp, within a few ulp; the margins below are orders of
+    magnitude wider): K_ii is in [1 - 1e-9, 1], which float32 rounds to 1, so |E_ii| <= 1e-9; every K_ij is in
+    [0, 1], so |E_ij| <= 2^-25 (half a float32 ulp below 1), and P <= 2e-9 + 2^-24 < 6.2e-8 for every pair; a
+    pair with exponent <= -0.00625 has K_ij <= 0.99377 and so A >= 2 (1 - 1e-9) - 2 * 0.99377 > 0.0124 > 0,
+    its ratio P / A < 5e-6 < 1e-5. Those pairs are more than half of all pairs, so more than half of the c
+    pairs with A > 0 have a ratio at most the limit: the median is at most it, or NaN
+    (:func:`_pair_median_above` answers False both ways). The exact answer without exp and the median, and
+    it stops counting once more than half are far (tests/test_small_pairwise.py checks it against them)."""
+    P, m = prod.shape[0], prod.shape[1]
+    sure = np.zeros(P, dtype=np.bool_)
+    half = (m * (m - 1) // 2) // 2
+    for p in range(P):
+        diag_ok = True
+        for i in range(m):
+            diag_ok &= _rbf_arg(prod[p, i, i], sq[p, i], sq[p, i], neg_gamma) >= _RBF_SCREEN_DIAG
+        if not diag_ok:
+            continue
+        n_far = 0
+        for i in range(m):
+            for j in range(i + 1, m):
+                n_far += _rbf_arg(prod[p, i, j], sq[p, i], sq[p, j], neg_gamma) <= _RBF_SCREEN_FAR
+            if n_far > half:
+                sure[p] = True
+                break
+    return sure
 
 
 @numba.njit(cache=True, nogil=True)
@@ -351,14 +370,14 @@ def float32_too_coarse_many(X, x_sqnorm, spec, rows, starts, limit):
                 prod = S.astype(np.float64) @ S.astype(np.float64).transpose(0, 2, 1)
             if spec.kind == "rbf":
                 sq = np.ascontiguousarray(x_sqnorm[srows], dtype=np.float64)
-                args, sure = _rbf_upper_args_many(prod, sq, np.float64(-spec.gamma))
+                neg_gamma = np.float64(-spec.gamma)
                 if limit >= RBF_SCREEN_MIN_LIMIT:  # (the certain ones are float32: out is False)
-                    if sure.all():
+                    keep = np.flatnonzero(~_rbf_screen(prod, sq, neg_gamma))
+                    if keep.shape[0] == 0:
                         continue
-                    keep = np.flatnonzero(~sure)
-                    args = args.reshape(ps.shape[0], -1)[keep].reshape(-1)
-                    ps = ps[keep]
-                K = np.exp(args)
+                    if keep.shape[0] < ps.shape[0]:
+                        ps, prod, sq = ps[keep], prod[keep], sq[keep]
+                K = np.exp(_rbf_upper_args_many(prod, sq, neg_gamma))
             else:
                 K = _upper_many(prod)
             out[ps] = _pair_median_above_many(K, ps.shape[0], m, float(limit))
