@@ -221,10 +221,14 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     alpha, G = np.empty(n_all), np.empty(n_all)
     n_iter, status = np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64)
     b, sum_alpha = np.empty(P), np.empty(P)
-    _solve_pairs(np.ascontiguousarray(X, dtype=np.float64), sq, rows, starts, y, C, QD, use_qd, f64, max_iters,
-                 GRAM_CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree), int(cache_bytes),
-                 float(tol), bool(shrinking), local == "pa-smo", int(pa_recent), PA_ETA, alpha, G, n_iter, status, b,
-                 sum_alpha)
+    Xc = np.ascontiguousarray(X)
+    for dtype in (np.float32, np.float64):  # (one call per Gram value type; see _solve_pairs)
+        sel = np.flatnonzero(f64 == (dtype == np.float64))
+        if sel.shape[0]:
+            _solve_pairs(Xc, sq, rows, starts, y, C, QD, use_qd, sel, np.empty(0, dtype=dtype), max_iters,
+                         GRAM_CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree),
+                         int(cache_bytes), float(tol), bool(shrinking), local == "pa-smo", int(pa_recent), PA_ETA,
+                         alpha, G, n_iter, status, b, sum_alpha)
     out = []
     bounds, sums, biases = starts.tolist(), sum_alpha.tolist(), b.tolist()
     steps, converged, types = n_iter.tolist(), (status == 0).tolist(), f64.tolist()

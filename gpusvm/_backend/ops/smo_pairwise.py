@@ -1233,22 +1233,24 @@ def _bias_of(y, alpha, G, C):
 
 
 @numba.njit(cache=True, nogil=True)
-def _solve_pairs(X, sq_all, rows, starts, y, C, QD_all, use_qd, f64, max_iters, code, gamma, coef0, degree,
-                 cache_bytes, tol, shrinking, planning, pa_recent, eta, alpha_out, G_out, n_iter, status, b,
+def _solve_pairs(X, sq_all, rows, starts, y, C, QD_all, use_qd, sel, store_type, max_iters, code, gamma, coef0,
+                 degree, cache_bytes, tol, shrinking, planning, pa_recent, eta, alpha_out, G_out, n_iter, status, b,
                  sum_alpha):
     """:func:`smo_pairwise_cpu` and the bias of each of many problems on dense rows, as :func:`_prepare` and the
-    op would: problem p is ``X[rows[starts[p]:starts[p + 1]]]`` (``X`` float64, C-contiguous; ``sq_all``: its
+    op would: problem p is ``X[rows[starts[p]:starts[p + 1]]]`` (``X`` float32 or float64, C-contiguous: its rows
+    are gathered into each problem's float64 transposed copy, no float64 copy of all of X is made; ``sq_all``: its
     rows' squared norms as :func:`_prepare` sums them) with labels, bounds, diagonal (``QD_all``, when
-    ``use_qd``; else RBF's ones or linear's squared norms) and step limit its own, ``f64[p]`` its Gram value
-    type (float64, else float32). Writes alpha and G in the problem's row order into ``alpha_out``,
-    ``G_out`` (the same slices), and per problem the steps, the status (0: converged), the bias
-    (:func:`_bias_of`) and ``np.sum(alpha)`` (to the bit)."""
+    ``use_qd``; else RBF's ones or linear's squared norms) and step limit its own, for the problems ``sel``,
+    whose Gram values are of ``store_type``'s type (an empty array: one call per type, so that a fit compiles
+    :func:`_solve` only for the types it uses, as the op does). Writes alpha and G in the problem's row order
+    into ``alpha_out``, ``G_out`` (the same slices), and per problem the steps, the status (0: converged), the
+    bias (:func:`_bias_of`) and ``np.sum(alpha)`` (to the bit)."""
     d = X.shape[1]
     indptr = np.zeros(2, dtype=np.int64)
     indices = np.zeros(1, dtype=np.int64)
     data = np.zeros(1)
     gk = (False, code, gamma, coef0, degree, 1)
-    for p in range(starts.shape[0] - 1):
+    for p in sel:
         s = starts[p]
         n = starts[p + 1] - s
         XT = np.empty((d, n))
@@ -1256,7 +1258,7 @@ def _solve_pairs(X, sq_all, rows, starts, y, C, QD_all, use_qd, f64, max_iters, 
         for j in range(n):
             r = rows[s + j]
             for k in range(d):
-                XT[k, j] = X[r, k]
+                XT[k, j] = np.float64(X[r, k])
             sq[j] = sq_all[r]
         if use_qd:
             QD = QD_all[s:s + n].copy()
@@ -1269,14 +1271,10 @@ def _solve_pairs(X, sq_all, rows, starts, y, C, QD_all, use_qd, f64, max_iters, 
         alpha = np.zeros(n)
         perm = np.arange(n)
         gx = (XT, indptr, indices, data, perm, sq.copy(), yp)
-        if f64[p]:
-            store = np.empty((max(2, min(n, cache_bytes // max(1, n * 8))), n))
-            Gp, it, st, _, _, _ = _solve(gx, gk, Cp, alpha, QD, store, tol, max_iters[p], shrinking, planning,
-                                         pa_recent, eta, False)
-        else:
-            store32 = np.empty((max(2, min(n, cache_bytes // max(1, n * 4))), n), dtype=np.float32)
-            Gp, it, st, _, _, _ = _solve(gx, gk, Cp, alpha, QD, store32, tol, max_iters[p], shrinking, planning,
-                                         pa_recent, eta, False)
+        # (the op's rows: reserve_rows(max(2, min(n, cache_bytes // row_bytes))), without its retry)
+        store = np.empty((max(2, min(n, cache_bytes // max(1, n * store_type.itemsize))), n), dtype=store_type.dtype)
+        Gp, it, st, _, _, _ = _solve(gx, gk, Cp, alpha, QD, store, tol, max_iters[p], shrinking, planning, pa_recent,
+                                     eta, False)
         for k in range(n):
             alpha_out[s + perm[k]] = alpha[k]
             G_out[s + perm[k]] = Gp[k]
