@@ -16,7 +16,7 @@ from sklearn.datasets import load_digits, make_blobs
 import gpusvm.svc as svc_module
 from gpusvm import GramSpec, get_backend
 from gpusvm._backend.ops.gram_errors import float32_too_coarse_many
-from gpusvm._backend.ops.smo_pairwise import _bias_of, _pairwise_sum, _prepare
+from gpusvm._backend.ops.smo_pairwise import _bias_of, _pairwise_sum, _prepare, _row_sqnorms
 from gpusvm._ovo import ovo_pair_rows
 from gpusvm._solvers._common import FLOAT32_MAX_CURVATURE_ERROR, bias, float32_gram_errors, resolve_gram_dtype
 from gpusvm._solvers.smo import solve_pa_smo, solve_smo, solve_small_pairwise
@@ -151,7 +151,8 @@ def test_small_pairwise_is_the_pair_solved_alone(solver, kernel):
     fn = solve_smo if solver == "smo" else solve_pa_smo
     spec = GramSpec(kernel, gamma=0.02 if kernel != "sigmoid" else 0.002, coef0=0.5, degree=3)
     for XX, yy, kw in [(X, y, {}), (X.astype(np.float32), y, {"shrinking": False}), (X, y, {"max_iter": 15}),
-                       (X, y, {"gram_dtype": "float64"}), (Xs, ys, {}), (X, y, {"pa_recent": 3, "tol": 1e-5})]:
+                       (X, y, {"gram_dtype": "float64"}), (Xs, ys, {}), (X, y, {"pa_recent": 3, "tol": 1e-5}),
+                       (np.asfortranarray(Xs[:, :3] * 7.0), ys, {}), (np.asfortranarray(X[:, :7]), y, {})]:
         sq = CPU.row_sqnorms(XX, np.float64)
         problems = _problems(yy, sizes=[None, 1, 2, 5, 40] if XX is X else None)
         problems = [(r, v, c) for r, v, c in problems if r.shape[0] > 0]
@@ -160,9 +161,18 @@ def test_small_pairwise_is_the_pair_solved_alone(solver, kernel):
                     pa_recent=kw.get("pa_recent", 2))
         got = solve_small_pairwise(solver, CPU, XX, sq, spec, problems, **opts)
         for (r, v, c), res in zip(problems, got):
-            # the op's own squared norms of the rows: those the problems were given
-            assert np.array_equal(_prepare(XX, rows=r)[5], sq[r])
             _assert_same(res, fn(CPU, XX, v, spec, c, x_sqnorm=sq[r], rows=r, **opts))
+
+
+def test_row_sqnorms_are_those_the_op_prepares():
+    """The squared norms solve_small_pairwise gives its problems are _prepare's for their rows, whatever X's
+    layout (be.row_sqnorms over a Fortran-ordered X differs in the last bit)."""
+    rng = np.random.default_rng(2)
+    for d in (1, 3, 7, 10, 64, 130):
+        X = rng.normal(size=(300, d)) * 10 ** rng.uniform(-3, 3, d)
+        for XX in (X, np.asfortranarray(X), X.astype(np.float32), np.asfortranarray(X.astype(np.float32)), X[::2]):
+            rows = rng.permutation(XX.shape[0])[:97]
+            assert np.array_equal(_row_sqnorms(XX)[rows], _prepare(XX, rows=rows)[5])
 
 
 def _fitted(m):
@@ -176,8 +186,8 @@ def _fitted(m):
     ({"kernel": "linear"}, {"sample_weight": "zeros"}), ({"probability": True, "random_state": 0}, {}),
     ({"kernel": "sigmoid", "gamma": 1e-3}, {})])
 def test_svc_models_are_those_of_the_pairs_solved_one_by_one(kw, fit_kw, monkeypatch):
-    X, y = make_blobs(n_samples=600, centers=20, n_features=6, random_state=0, cluster_std=3.0)
-    X = np.concatenate([X, X[:50]])  # copies (merged per pair)
+    X, y = make_blobs(n_samples=600, centers=20, n_features=7, random_state=0, cluster_std=3.0)
+    X = np.asfortranarray(np.concatenate([X, X[:50]]))  # copies (merged per pair); Fortran order
     y = np.concatenate([y, y[:50]])
     if fit_kw.get("sample_weight") == "zeros":
         w = np.random.RandomState(0).uniform(0.2, 2.0, y.shape[0])

@@ -177,8 +177,9 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     """:func:`solve_smo` (``local="smo"``) or :func:`solve_pa_smo` (``"pa-smo"``) of each problem
     ``(rows, y, C)`` of ``problems`` (host arrays; at most :data:`SMALL_PAIRWISE_MAX_ROWS` rows each) with
     ``rows=`` on the dense host ``X`` (``x_sqnorm``: the float64 squared norms of all of X's rows, as
-    ``be.row_sqnorms(X, np.float64)``), where :func:`small_pairwise_applies`; returns their BinaryResults, the
-    same to the bit (tests/test_pair_batch.py).
+    ``be.row_sqnorms(X, np.float64)``, passed as ``x_sqnorm[rows]`` to the per-problem solve; only its float32
+    check reads them, the op sums its own), where :func:`small_pairwise_applies`; returns their BinaryResults,
+    the same to the bit (tests/test_small_pairwise.py).
 
     For one-vs-one SVC with many small classes, whose class pairs each paid about 100 us of fixed cost
     around a compiled solve of 20-30 us (the float32 check, the op's wrapper and copies, the bias): the
@@ -190,7 +191,7 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     import numpy as np
 
     from .._backend.ops.gram_errors import float32_too_coarse_many
-    from .._backend.ops.smo_pairwise import PA_ETA, _diag, _solve_pairs
+    from .._backend.ops.smo_pairwise import PA_ETA, _diag, _row_sqnorms, _solve_pairs
     from .._gram import GRAM_CODES
     from ._common import FLOAT32_MAX_CURVATURE_ERROR
 
@@ -204,7 +205,9 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     sizes = np.array([r.shape[0] for r in rs], dtype=np.int64)
     starts = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
-    sq = np.asarray(x_sqnorm, dtype=np.float64)
+    sq = np.asarray(x_sqnorm, dtype=np.float64)  # (the float32 check's, as resolve_gram_dtype gets them)
+    Xc = np.ascontiguousarray(X)
+    sq_op = _row_sqnorms(Xc)  # (the solver's, as the op's _prepare sums them)
     if str(gram_dtype) == "float64":
         f64 = np.ones(len(problems), dtype=bool)
     elif spec.kind in ("rbf", "linear"):
@@ -213,7 +216,7 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
         f64 = np.array([resolve_gram_dtype(be, X, spec, sq[r], gram_dtype, computed_in="float64", rows=r) == "float64"
                         for r, _, _ in problems], dtype=bool)
     use_qd = spec.kind in ("poly", "sigmoid")  # (their diagonals by NumPy's power and tanh, as the op takes them)
-    QD = np.concatenate([_diag(sq[r], spec) for r, _, _ in problems]) if use_qd else np.zeros(1)
+    QD = np.concatenate([_diag(sq_op[r], spec) for r in rs]) if use_qd else np.zeros(1)
     # step_cap of each: LIBSVM's max(10^7, 100 n) where max_iter asks for no limit
     max_iters = np.maximum(step_cap(-1, 0), 100 * sizes) if max_iter is None or int(max_iter) < 0 else (
         np.full(len(problems), int(max_iter), dtype=np.int64))
@@ -221,11 +224,10 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     alpha, G = np.empty(n_all), np.empty(n_all)
     n_iter, status = np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64)
     b, sum_alpha = np.empty(P), np.empty(P)
-    Xc = np.ascontiguousarray(X)
     for dtype in (np.float32, np.float64):  # (one call per Gram value type; see _solve_pairs)
         sel = np.flatnonzero(f64 == (dtype == np.float64))
         if sel.shape[0]:
-            _solve_pairs(Xc, sq, rows, starts, y, C, QD, use_qd, sel, np.empty(0, dtype=dtype), max_iters,
+            _solve_pairs(Xc, sq_op, rows, starts, y, C, QD, use_qd, sel, np.empty(0, dtype=dtype), max_iters,
                          GRAM_CODES[spec.kind], float(spec.gamma), float(spec.coef0), int(spec.degree),
                          int(cache_bytes), float(tol), bool(shrinking), local == "pa-smo", int(pa_recent), PA_ETA,
                          alpha, G, n_iter, status, b, sum_alpha)

@@ -1014,6 +1014,21 @@ def _prepare(X, dense_max_bytes=_DENSE_MAX_BYTES, rows=None):
     return False, XT, np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), sq, 1
 
 
+def _row_sqnorms(X):
+    """The squared norms :func:`_prepare` gives the rows of dense ``X`` (float32 or float64): ``np.einsum`` over
+    C-contiguous float64 blocks of rows, row by row the same sums whichever rows a block holds (the blocks of
+    a problem's gathered rows there, of X's rows here). Not ``be.row_sqnorms``, which sums over X as laid
+    out: over a Fortran-ordered X its sums differed in the last bit (blobs of 7 features)."""
+    X = np.ascontiguousarray(X)
+    n, d = X.shape
+    sq = np.empty(n)
+    step = max(8, _PREPARE_BLOCK_BYTES // max(8 * d, 1))
+    for j0 in range(0, n, step):
+        blk = X[j0:j0 + step].astype(np.float64, copy=False)
+        sq[j0:j0 + blk.shape[0]] = np.einsum("ij,ij->i", blk, blk)
+    return sq
+
+
 def _prepare_precomputed(X, K):
     """The compiled solver's view of index points ``X`` (gpusvm._gram) into the precomputed Gram matrix
     ``K``, in :func:`_prepare`'s layout: "sparse" (nothing is swapped but ``perm``), data = K row-major
