@@ -113,9 +113,10 @@ import numpy as np
 
 from ..._gram import GRAM_CODES
 from ..base import register_op, reserve_rows
-# (Numba caches this module keyed on this file only: after editing exp_neg_vec in merge.py, delete
-# ops/__pycache__/*.nb[ic] or touch this file.)
+# (Numba caches this module keyed on this file only: after editing exp_neg_vec in merge.py or free_yG in
+# bias.py, delete ops/__pycache__/*.nb[ic] or touch this file.)
 from .merge import exp_neg_vec  # vectorizable exp (x <= 0), within 1 ulp of libm's
+from .bias import free_yG  # the free variables' y G of bias (one test, shared with its op)
 
 TAU = 1e-12
 PA_ETA = 0.9  # eta of the planning-ahead working-set safeguard (see _solve)
@@ -1216,14 +1217,7 @@ def _bias_of(y, alpha, G, C):
     (:func:`_pairwise_sum`), else the midpoint of the bounds' min and max (NaN propagated as np.min/np.max)."""
     up, low = 1.0 - 1e-12, 1e-12
     n = y.shape[0]
-    w = np.empty(n)
-    n_free = 0
-    for t in range(n):
-        if alpha[t] >= C[t] * up or alpha[t] <= C[t] * low:
-            w[t] = 0.0
-        else:
-            w[t] = y[t] * G[t]
-            n_free += 1
+    w, n_free = free_yG(y, alpha, G, C, up, low)
     if n_free > 0:
         return -((0.0 + _pairwise_sum(w, 0, n)) / np.float64(n_free))
     ub, lb = np.inf, -np.inf
