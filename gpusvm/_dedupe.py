@@ -242,20 +242,32 @@ def merge_equal_rows(be, X, coef):
     ----------
     be : Backend
     X : dense or CSR matrix of shape (n, n_features) on ``be``
-    coef : array of shape (p, n) (host or ``be``)
+    coef : array of shape (p, n) (host or ``be``), or a CSR matrix (SciPy or cupyx)
 
     Returns
     -------
     None when no two rows are equal; else ``(keep, coef_merged)``: host int64 indices of the kept rows
-    (each group's first row, ascending) and the host float64 array of shape (p, len(keep)).
+    (each group's first row, ascending) and the host float64 array of shape (p, len(keep)) (a SciPy CSR
+    matrix for CSR ``coef``).
     """
     n = int(X.shape[0])
     group, n_groups = duplicate_groups(be, X, np.zeros(n, dtype=np.int64))
     if n_groups == n:
         return None
+    _, first = np.unique(group, return_index=True)  # groups are numbered in order of their first row
+    if hasattr(coef, "indptr"):  # CSR coefficients (a many-class model's, gpusvm._ovo.pair_coef_is_sparse): CSR out
+        import scipy.sparse as sp
+
+        c = sp.csr_matrix(be.to_host(coef) if be.issparse(coef) else coef, dtype=np.float64)
+        # each group's columns summed by a product with the rows' (n, n_groups) group indicator
+        merged = (c @ sp.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(n, n_groups))).tocsr()
+        merged.eliminate_zeros()
+        keep = np.flatnonzero(np.bincount(merged.indices, minlength=n_groups))
+        out = merged[:, keep].tocsr()
+        out.sort_indices()
+        return first[keep].astype(np.int64), out
     c = np.asarray(be.to_host(coef), dtype=np.float64).reshape(-1, n)
     merged = np.zeros((n_groups, c.shape[0]))
     np.add.at(merged, group, c.T)
-    _, first = np.unique(group, return_index=True)  # groups are numbered in order of their first row
     keep = np.flatnonzero(np.any(merged != 0.0, axis=1))
     return first[keep].astype(np.int64), np.ascontiguousarray(merged[keep].T)

@@ -39,6 +39,53 @@ def ovo_pair_rows(keep, y_idx, classes):
     return out
 
 
+# The pairs' coefficients over all support vectors (SVC._pair_coef, (n_pairs, n_SV)) are stored as a CSR matrix
+# instead of a dense one when the dense one would take more than PAIR_COEF_SPARSE_MIN_BYTES and hold fewer than
+# PAIR_COEF_SPARSE_MAX_DENSITY nonzeros (pair_coef_is_sparse). A pair's row is nonzero only on the support vectors
+# of its two classes: with k balanced classes about 2 / k of it, and the dense matrix grows as k**2 n_SV (200 classes
+# of 20 points: 585 MB; 1,000 classes of 30: ~120 GB). Its product with the Gram block (prediction), one
+# thread, 2,000 to 350 rows a block: density 0.2 (10 classes) dense and CSR about even (0.9-1.1x), 0.1 (20 classes)
+# CSR 1.4x faster, 0.067 (30 classes) 2.4-2.9x, 0.04 (50 classes) 5x, 0.02 (100 classes) 8-10x. The density limit
+# keeps models of up to about 30 balanced classes dense, in the layout (and with the decision values, to the bit)
+# of the code before; the size floor keeps small models dense whatever their density (their product is cheap).
+PAIR_COEF_SPARSE_MIN_BYTES = 4 * 2**20
+PAIR_COEF_SPARSE_MAX_DENSITY = 0.05
+
+
+def pair_coef_is_sparse(n_pairs, n_sv, nnz) -> bool:
+    """Whether a model's pair coefficients (``n_pairs`` x ``n_sv``, ``nnz`` nonzeros) are kept as a CSR
+    matrix (see :data:`PAIR_COEF_SPARSE_MIN_BYTES`)."""
+    size = int(n_pairs) * int(n_sv)
+    return 8 * size > PAIR_COEF_SPARSE_MIN_BYTES and int(nnz) < PAIR_COEF_SPARSE_MAX_DENSITY * size
+
+
+def pair_coef_matrix(pair, col, val, n_pairs, n_sv, sparse=None):
+    """The pair coefficients (``n_pairs``, ``n_sv``) with ``val[i]`` at (``pair[i]``, ``col[i]``) (no position
+    twice): a dense host array, or with ``sparse`` (None: :func:`pair_coef_is_sparse` of the count of nonzero
+    values) a SciPy ``csr_matrix`` of the nonzero values, with sorted indices, never formed densely."""
+    import scipy.sparse as sp
+
+    val = np.asarray(val, dtype=np.float64)
+    nz = val != 0
+    if sparse is None:
+        sparse = pair_coef_is_sparse(n_pairs, n_sv, int(np.count_nonzero(nz)))
+    if not sparse:
+        out = np.zeros((n_pairs, n_sv))
+        out[pair, col] = val
+        return out
+    out = sp.csr_matrix((val[nz], (np.asarray(pair)[nz], np.asarray(col)[nz])), shape=(n_pairs, n_sv))
+    out.sum_duplicates()  # (none: sorts the indices)
+    return out
+
+
+def pair_product(M, pair_coef):
+    """``M @ pair_coef.T`` (dense (n, n_SV) times the pair coefficients): for CSR coefficients (SciPy or cupyx)
+    the sparse product ``(pair_coef @ M.T).T``, dense."""
+    if hasattr(pair_coef, "indptr"):
+        return (pair_coef @ M.T).T
+    return M @ pair_coef.T
+
+
 def ovo_model_layout(y_idx, n_classes, pairs, pair_coef, pair_idx, pair_b):
     """LIBSVM's model layout from the solved one-vs-one problems.
 
@@ -47,8 +94,9 @@ def ovo_model_layout(y_idx, n_classes, pairs, pair_coef, pair_idx, pair_b):
     pair_coefs, intercept)``: the support vectors' row indices grouped by class (ascending within a
     class), their count per class (int32), LIBSVM's ``dual_coef`` of shape (n_classes - 1, n_SV) (an SV of
     class a keeps its coefficient of pair (a, b) in row b - 1, one of class b in row a), every pair's
-    coefficients over all SVs (n_pairs, n_SV), and the intercepts; with two classes ``dual_coef`` and
-    ``intercept`` take scikit-learn's sign (decision > 0 means ``classes_[1]``).
+    coefficients over all SVs (n_pairs, n_SV; a CSR matrix when :func:`pair_coef_is_sparse`, else dense), and
+    the intercepts; with two classes ``dual_coef`` and ``intercept`` take scikit-learn's sign (decision > 0
+    means ``classes_[1]``).
     """
     n = int(y_idx.shape[0])
     # every pair's rows at once (one scatter each below: within a pair the rows differ, and an SV's
@@ -69,9 +117,8 @@ def ovo_model_layout(y_idx, n_classes, pairs, pair_coef, pair_idx, pair_b):
     pos = -np.ones(n, dtype=np.int64)
     pos[support] = np.arange(support.shape[0])
     dual = np.zeros((max(n_classes - 1, 1), support.shape[0]))
-    coefs = np.zeros((len(pairs), support.shape[0]))
     cols = pos[rows_all]
-    coefs[pair_all, cols] = coef_all
+    coefs = pair_coef_matrix(pair_all, cols, coef_all, len(pairs), support.shape[0])
     a, b = ab[pair_all, 0], ab[pair_all, 1]
     dual[np.where(y_idx[rows_all] == a, b - 1, a), cols] = coef_all
     intercept = np.array(pair_b)
@@ -198,12 +245,17 @@ def linear_pair_weights(be, pair_coef, sv, n_classes):
     pair (n_classes * (n_classes - 1) / 2, n_features), such that ``X @ coef_.T + intercept_`` is the
     "ovo" decision function (with two classes, the one column of decision_function). ``pair_coef``
     (n_pairs, n_SV) holds each pair's signed coefficients over the support vectors ``sv`` in LIBSVM's
-    sign; with two classes the row is negated, as sklearn flips ``dual_coef_`` and ``intercept_``. A
-    sparse ``sv`` gives a CSR matrix of its own type (sklearn returns CSR after a sparse fit); the
-    array library is that of ``sv`` (NumPy or CuPy, on the model's backend ``be``), and on the CPU the
+    sign (dense, or CSR when :func:`pair_coef_is_sparse`); with two classes the row is negated, as sklearn
+    flips ``dual_coef_`` and ``intercept_``. A sparse ``sv`` gives a CSR matrix of its own type (sklearn
+    returns CSR after a sparse fit); the array library is that of ``sv`` (NumPy or CuPy, on the model's backend ``be``), and on the CPU the
     result is read-only, as sklearn's (writing into it would not change the model)."""
     coef = -pair_coef if n_classes == 2 else pair_coef
-    if be.issparse(sv):
+    if be.issparse(coef):  # CSR pair coefficients (pair_coef_is_sparse): the sparse product, in sv's layout
+        coef = coef @ sv  # (dense for dense sv)
+        if be.issparse(coef):
+            coef = type(sv)(coef)
+            coef.eliminate_zeros()  # (the nonzeros, as the CSR of a dense product below)
+    elif be.issparse(sv):
         coef = type(sv)((sv.T @ coef.T).T)  # CSC times dense: dense (n_pairs, n_features), then CSR
     else:
         coef = coef @ sv

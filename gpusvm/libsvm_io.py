@@ -39,6 +39,9 @@ import os
 import warnings
 
 import numpy as np
+import scipy.sparse as sps
+
+from ._ovo import pair_coef_is_sparse, pair_coef_matrix
 
 __all__ = ["save_libsvm_model", "load_libsvm_model"]
 
@@ -70,9 +73,18 @@ def _int_labels(classes) -> list[int]:
 
 def _pairs_to_rows(pair_coef, starts, k):
     """LIBSVM's (k - 1, n_SV) coefficient rows from per-pair coefficients over all SVs (SVs grouped by
-    class at ``starts``): an SV of class c keeps pair (a, b)'s value in row b - 1 if c == a, row a if
-    c == b."""
+    class at ``starts``; dense, or a SciPy CSR matrix: a many-class model's, see
+    :func:`gpusvm._ovo.pair_coef_is_sparse`): an SV of class c keeps pair (a, b)'s value in row b - 1 if
+    c == a, row a if c == b."""
     rows = np.zeros((max(k - 1, 1), int(starts[-1])))
+    if sps.issparse(pair_coef):  # its stored entries, each where the loop below puts it
+        coo = pair_coef.tocoo()
+        a, b = np.triu_indices(k, 1)  # pair p is (a[p], b[p]), in the loop's order
+        a, b = a[coo.row], b[coo.row]
+        cls = np.searchsorted(starts, coo.col, side="right") - 1  # the class of each entry's SV
+        ok = (cls == a) | (cls == b)  # (the loop reads only these)
+        rows[np.where(cls == a, b - 1, a)[ok], coo.col[ok]] = coo.data[ok]
+        return rows
     p = 0
     for a in range(k):
         for b in range(a + 1, k):
@@ -83,8 +95,20 @@ def _pairs_to_rows(pair_coef, starts, k):
 
 
 def _rows_to_pairs(rows, starts, k):
-    """The inverse of :func:`_pairs_to_rows`: (k (k - 1) / 2, n_SV) per-pair coefficients."""
-    pair_coef = np.zeros((k * (k - 1) // 2, int(starts[-1])))
+    """The inverse of :func:`_pairs_to_rows`: (k (k - 1) / 2, n_SV) per-pair coefficients, dense, or a SciPy
+    CSR matrix of the nonzeros when :func:`gpusvm._ovo.pair_coef_is_sparse` (the rule of a fit, so that a
+    model read back has the layout it was fitted with)."""
+    n_pairs, n_sv = k * (k - 1) // 2, int(starts[-1])
+    if k > 2 and pair_coef_is_sparse(n_pairs, n_sv, np.count_nonzero(rows)):
+        # every SV j of class c holds its pair with class o in row o - 1 (o > c) or o (o < c)
+        c = np.repeat(np.arange(k), np.diff(starts))
+        o = np.arange(k - 1)[:, None] + (np.arange(k - 1)[:, None] >= c[None, :])  # (k - 1, n_SV): row r's class
+        lo, hi = np.minimum(c[None, :], o), np.maximum(c[None, :], o)
+        pair = lo * (2 * k - lo - 1) // 2 + (hi - lo - 1)  # the number of pair (lo, hi), lo < hi, in order
+        col = np.broadcast_to(np.arange(n_sv), rows.shape)
+        return pair_coef_matrix(pair.ravel(), col.ravel(), np.asarray(rows, dtype=np.float64).ravel(), n_pairs,
+                                n_sv, sparse=True)
+    pair_coef = np.zeros((n_pairs, n_sv))
     p = 0
     for a in range(k):
         for b in range(a + 1, k):
@@ -112,20 +136,31 @@ def _permute_classes(pair_coef, pair_b, prob, n_support, perm):
             index[(a, b)] = p
             p += 1
     sv_perm = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in perm]).astype(np.int64)
-    coef, bias, pa, pb = [], [], [], []
+    sparse = sps.issparse(pair_coef)
+    coef, bias, pa, pb, src, signs = [], [], [], [], [], []
     for a in range(k):
         for b in range(a + 1, k):
             fa, fb = int(perm[a]), int(perm[b])
             sign = 1.0 if fa < fb else -1.0
             q = index[(min(fa, fb), max(fa, fb))]
-            coef.append(sign * pair_coef[q][sv_perm])
+            if sparse:
+                src.append(q)
+                signs.append(sign)
+            else:
+                coef.append(sign * pair_coef[q][sv_perm])
             bias.append(sign * pair_b[q])
             if prob is not None:
                 pa.append(prob[0][q])
                 pb.append(sign * prob[1][q])
     new_prob = (np.asarray(pa, dtype=np.float64), np.asarray(pb, dtype=np.float64)) if prob is not None else None
-    return (np.asarray(coef).reshape(len(coef), -1), np.asarray(bias, dtype=np.float64), new_prob,
-            n_support[np.asarray(perm, dtype=np.int64)], sv_perm)
+    if sparse:  # (CSR: a many-class model's) the rows src (negated where the pair flips), columns sv_perm
+        coef = sps.csr_matrix(pair_coef)[np.asarray(src, dtype=np.int64)][:, sv_perm]
+        coef = sps.csr_matrix(sps.diags(np.asarray(signs)) @ coef)
+        coef.sort_indices()
+    else:
+        coef = np.asarray(coef).reshape(len(coef), -1)
+    return (coef, np.asarray(bias, dtype=np.float64), new_prob, n_support[np.asarray(perm, dtype=np.int64)],
+            sv_perm)
 
 
 def save_libsvm_model(model, path, *, _first_index=1) -> None:
@@ -160,7 +195,9 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
     labels = _int_labels(model.classes_)
     be = model._model_backend()
     sv = be.to_host(model.support_vectors_)
-    pair_coef = np.asarray(be.to_host(model._pair_coef), dtype=np.float64)
+    pair_coef = be.to_host(model._pair_coef)  # (a SciPy CSR matrix for a many-class model's CSR coefficients)
+    pair_coef = sps.csr_matrix(pair_coef, dtype=np.float64) if sps.issparse(pair_coef) else np.asarray(
+        pair_coef, dtype=np.float64)
     pair_b = np.asarray(be.to_host(model._pair_b), dtype=np.float64)
     k = len(labels)
     n_support = np.asarray(model.n_support_, dtype=np.int64)
@@ -184,8 +221,6 @@ def save_libsvm_model(model, path, *, _first_index=1) -> None:
     if prob is not None:
         lines += ["probA " + " ".join(_g(v) for v in prob[0]), "probB " + " ".join(_g(v) for v in prob[1])]
     lines += ["nr_sv " + " ".join(str(int(c)) for c in n_support), "SV"]
-    import scipy.sparse as sps
-
     if sps.issparse(sv):
         csr = sps.csr_matrix(sv)
         csr.sort_indices()
@@ -414,8 +449,6 @@ def _build_model(m, n_features, device, sparse=False):
                          f"support vectors in {m['path']}.")
     n_features = int(n_features)
     if sparse:
-        import scipy.sparse as sps
-
         SV = sps.csr_matrix((m["vals"], (m["rows"], m["cols"])), shape=(total, n_features))
     else:
         SV = np.zeros((total, n_features))

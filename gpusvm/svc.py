@@ -20,7 +20,7 @@ from ._dedupe import plan as plan_deduplication
 from ._dedupe import merge_equal_rows, reduce_problem
 from ._gram import GramSpec, feature_variance, index_points, resolve_gamma
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
-                   ovo_predict)
+                   ovo_predict, pair_product)
 from ._parallel import check_n_jobs, effective_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers._common import early_stop_causes
@@ -1026,7 +1026,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         X = check_X(X, be, owner="SVC", estimator=self, gram=self.kernel == "precomputed")
         xp = be.xp
         if callable(self.kernel):  # the callable's values against the support vectors
-            return be, X.astype(xp.float64, copy=False) @ self._pair_coef.T + self._pair_b[None, :], lib
+            return be, pair_product(X.astype(xp.float64, copy=False), self._pair_coef) + self._pair_b[None, :], lib
         if X.shape[1] != self.n_features_in_:
             hint = (" (kernel='precomputed': X holds the Gram values between the new points and the "
                     f"{self.n_features_in_} training points)" if self.kernel == "precomputed" else "")
@@ -1035,7 +1035,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         if self.kernel == "precomputed":  # X holds the Gram values against the training points
             cols = X[:, self.support_.astype(xp.int64)]
             # (the column take is already a copy: float64 values are not copied again)
-            dec = (be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64, copy=False) @ self._pair_coef.T
+            dec = pair_product((be.to_dense(cols) if be.issparse(cols) else cols).astype(xp.float64, copy=False),
+                               self._pair_coef)
             return be, dec + self._pair_b[None, :], lib
         sources = (self.support_vectors_, self._pair_coef)
         operands = predict_operands(self, be, sources, lambda: sources)
