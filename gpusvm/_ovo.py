@@ -247,8 +247,9 @@ def linear_pair_weights(be, pair_coef, sv, n_classes):
     (n_pairs, n_SV) holds each pair's signed coefficients over the support vectors ``sv`` in LIBSVM's
     sign (dense, or CSR when :func:`pair_coef_is_sparse`); with two classes the row is negated, as sklearn
     flips ``dual_coef_`` and ``intercept_``. A sparse ``sv`` gives a CSR matrix of its own type (sklearn
-    returns CSR after a sparse fit); the array library is that of ``sv`` (NumPy or CuPy, on the model's backend ``be``), and on the CPU the
-    result is read-only, as sklearn's (writing into it would not change the model)."""
+    returns CSR after a sparse fit); the array library is that of ``sv`` (NumPy or CuPy, on the model's
+    backend ``be``), and on the CPU the result is read-only, as sklearn's (writing into it would not change
+    the model)."""
     coef = -pair_coef if n_classes == 2 else pair_coef
     if be.issparse(coef):  # CSR pair coefficients (pair_coef_is_sparse): the sparse product, in sv's layout
         coef = coef @ sv  # (dense for dense sv)

@@ -97,12 +97,13 @@ def _nbytes(M):
 
 class _SVOperands:
     """What :func:`_blocked_decision` derives from the model alone: the support vectors ``SV`` and their
-    coefficients ``coef`` (p, n_SV) on one backend, with, built at first use, the support vectors'
-    squared norms (RBF), their gram-ready form (:func:`densify_for_gram`, float64) and the merge of
-    their equal rows (:func:`gpusvm._dedupe.merge_equal_rows`). Built anew for one call, or kept on a
-    fitted estimator by :func:`predict_operands`, so that a served model (many small predictions) does
-    not redo them in every call (a one-row decision_function of SVC on 6,000 a9a rows, CSR: 0.31 ms, 0.12 ms
-    without them). The values are those of the computation per call, to the bit.
+    coefficients ``coef`` (p, n_SV; dense, or CSR for many classes: gpusvm._ovo.pair_coef_is_sparse) on one
+    backend, with, built at first use, the support vectors' squared norms (RBF), their gram-ready form
+    (:func:`densify_for_gram`, float64) and the merge of their equal rows
+    (:func:`gpusvm._dedupe.merge_equal_rows`). Built anew for one call, or kept on a fitted estimator by
+    :func:`predict_operands`, so that a served model (many small predictions) does not redo them in every call
+    (a one-row decision_function of SVC on 6,000 a9a rows, CSR: 0.31 ms, 0.12 ms without them). The values are
+    those of the computation per call, to the bit.
 
     ``sources``: the estimator's own arrays (attributes) the operands were built from, kept to key them
     by identity (see :meth:`matches`)."""
@@ -207,7 +208,7 @@ def _blocked_decision(be, SV, coef, b, X, spec, *, sv_sqnorm=None, x_sqnorm=None
                       merge_rows=None, operands=None):
     """Decision values ``coef @ K(SV, X) + b`` of shape (len(X), len(b)) on ``be``, the Gram values
     computed in blocks of at most ``block_bytes`` (default :data:`DECISION_BLOCK_BYTES` of the device;
-    ``coef``: (p, n_SV), ``b``: (p,)). ``merge_rows``: first merge equal rows of ``SV``
+    ``coef``: (p, n_SV), dense or CSR, ``b``: (p,)). ``merge_rows``: first merge equal rows of ``SV``
     (:func:`gpusvm._dedupe.merge_equal_rows`); None: when ``X`` has at least :data:`MERGE_SV_MIN_ROWS`
     rows. ``sv_sqnorm``, ``x_sqnorm``: the rows' squared norms in float64 (RBF only; computed when
     None). ``operands``: the model's :class:`_SVOperands` (kept by :func:`predict_operands`), which
