@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import statistics
 import sys
 import time
@@ -34,14 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _blobs(n_classes, per_class, std):
-    def make():
-        from sklearn.datasets import make_blobs
-
-        return make_blobs(n_samples=n_classes * per_class, centers=n_classes, n_features=10, random_state=0,
-                          cluster_std=std)
-    return make
+from many_classes import _blobs  # noqa: E402  (make_blobs with 10 features, seed 0)
 
 
 CASES = {
@@ -49,16 +41,6 @@ CASES = {
     "b100x30": ("make_blobs 100 classes x 30 points, 10 features, cluster_std=3 (4,950 pairs)", _blobs(100, 30, 3.0)),
 }
 N_PREDICT = 2000
-
-
-def _cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _timed(fn):
@@ -176,13 +158,15 @@ def markdown(results, meta):
 def main():
     from _results import run_datasets
 
+    from gpusvm.bench.harness import _cpu_model
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
     args = ap.parse_args()
     names = [c for c in args.cases.split(",") if c]
     run_datasets("many_class_predict_cpu", names, lambda name, _: run_case(name, args.repeat), markdown,
-                 machine_note=f"{_cpu_name()}; shared with other jobs: compare within one run", needs_data=False)
+                 machine_note=f"{_cpu_model()}; shared with other jobs: compare within one run", needs_data=False)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ every case: dual_coef_, intercept_, n_iter_, objective_). All fits are SVC(C=1, 
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import time
@@ -28,12 +27,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _blobs(n_classes, per_class):
+def _blobs(n_classes, per_class, std=3.0):
     def make():
         from sklearn.datasets import make_blobs
 
         return make_blobs(n_samples=n_classes * per_class, centers=n_classes, n_features=10, random_state=0,
-                          cluster_std=3.0)
+                          cluster_std=std)
     return make
 
 
@@ -51,16 +50,6 @@ CASES = {
     "b10x200": ("make_blobs 10 classes x 200 points, 10 features, cluster_std=3 (45 pairs of 400)",
                 _blobs(10, 200)),
 }
-
-
-def _cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def run_case(name, repeat):
@@ -130,13 +119,15 @@ def markdown(results, meta):
 def main():
     from _results import run_datasets
 
+    from gpusvm.bench.harness import _cpu_model
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--cases", default=",".join(CASES))
     args = ap.parse_args()
     names = [c for c in args.cases.split(",") if c]
     run_datasets("many_classes_cpu", names, lambda name, _: run_case(name, args.repeat), markdown,
-                 machine_note=f"{_cpu_name()}; shared with other jobs: compare within one run", needs_data=False)
+                 machine_note=f"{_cpu_model()}; shared with other jobs: compare within one run", needs_data=False)
 
 
 if __name__ == "__main__":
