@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -20,7 +21,7 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
 from ._parallel import check_n_jobs, map_problems
 from ._solvers._common import early_stop_causes
 from ._solvers.smo_batched import MAX_WORKING_SET
-from .svc import _blocked_decision, _decision_threads, PredictCache, predict_operands
+from .svc import _blocked_decision, _decision_threads, PredictCache, by_row_blocks, predict_operands
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
                           check_options, check_random_state_param, check_scalar, check_X, class_indices, to_numpy,
                           weights_per_sample)
@@ -638,8 +639,9 @@ class DCSVC(ClassifierMixin, BaseEstimator):
                              f"{top}. Got {level!r} instead.{note}")
         return int(level)
 
-    def _pair_decision(self, X, level):
-        """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
+    def _pair_decision(self, X, level, merge_rows=None):
+        """(backend, OvO decision values (n, n_pairs) on the model's device, input library); ``merge_rows`` as
+        :func:`gpusvm.svc._blocked_decision`'s (the top-level model's)."""
         from ._solvers.dcsvm import local_decision
 
         self._check_fitted()
@@ -662,7 +664,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
             return be, dec, lib
         sources = (self.support_vectors_, self._pair_coef)
         operands = predict_operands(self, be, sources, lambda: sources)
-        dec = _blocked_decision(be, None, None, self._pair_b, X, spec, operands=operands)
+        dec = _blocked_decision(be, None, None, self._pair_b, X, spec, operands=operands, merge_rows=merge_rows)
         return be, dec, lib
 
     @property
@@ -701,7 +703,14 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes * (n_classes - 1) / 2) (> 0 favours the pair's first class) for "ovo", in
         the input's array library.
         """
-        _, dec, lib = self._pair_decision(X, level)
+        k = len(self.classes_)
+        block = functools.partial(self._decision_block, level=level)
+        if self.decision_function_shape == "ovr" and k > 2:  # (n, k) out of (n, n_pairs): in blocks of rows
+            return by_row_blocks(X, k, block)
+        return block(X)
+
+    def _decision_block(self, X, level=None, merge_rows=None):
+        _, dec, lib = self._pair_decision(X, level, merge_rows)
         return ovo_decision_function(dec, len(self.classes_), self.decision_function_shape, lib)
 
     def predict(self, X, level=None):
@@ -717,7 +726,10 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         array of shape (n_samples,), in the input's array library.
         """
-        _, dec, lib = self._pair_decision(X, level)
+        return by_row_blocks(X, len(self.classes_), functools.partial(self._predict_block, level=level))
+
+    def _predict_block(self, X, level=None, merge_rows=None):
+        _, dec, lib = self._pair_decision(X, level, merge_rows)
         return ovo_predict(dec, self.classes_, lib)
 
     def score(self, X, y, sample_weight=None, level=None):

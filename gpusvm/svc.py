@@ -82,6 +82,33 @@ DECISION_THREADS = None
 # Finding them hashes the support vectors once per call, about 2 us per support vector against about
 # 17 ns per support vector and predicted row (a9a): at 2,048 rows at most ~6% when there are no copies.
 MERGE_SV_MIN_ROWS = 2048
+#: Bound on the one-vs-one decision values (rows x class pairs, float64) that ``predict`` and an "ovr"
+#: ``decision_function`` hold at once: above it they take consecutive blocks of rows (100 classes, 4,950 pairs:
+#: 1,694 rows a block). All rows at once took 40 KB a row with 100 classes (100,000 rows: 4 GB) and 159 KB with
+#: 200 before the vote, which needs one row's values at a time.
+PREDICT_BLOCK_BYTES = 64 * 2**20
+
+
+def by_row_blocks(X, n_classes, block):
+    """``block(X, merge_rows=None)`` (a label or decision array of the rows of ``X``, in the input's array
+    library), or when the one-vs-one decision values of all rows of ``X`` would exceed
+    :data:`PREDICT_BLOCK_BYTES`, ``block`` of consecutive row blocks of ``X`` joined on the host and returned in
+    the input's library. The blocks get the whole ``X``'s ``merge_rows`` choice (:data:`MERGE_SV_MIN_ROWS`), so
+    each row's values are those of the call with all rows up to the rounding of the matrix products, whose
+    BLAS kernels depend on the number of rows (as between any two calls on different numbers of rows, and
+    between :func:`_blocked_decision`'s own blocks: digits, 37-row blocks, 7.8e-15 apart)."""
+    from sklearn.utils.validation import _num_samples
+
+    step = max(1, PREDICT_BLOCK_BYTES // (8 * max(1, n_classes * (n_classes - 1) // 2)))
+    try:
+        n = _num_samples(X)
+    except TypeError:  # (not array-like: block's input validation says so)
+        n = 0
+    if n <= step:
+        return block(X)
+    merge = n >= MERGE_SV_MIN_ROWS
+    parts = [to_numpy(block(X[s:s + step], merge_rows=merge)) for s in range(0, n, step)]
+    return to_input_library(np.concatenate(parts), array_library(X))
 
 
 # Model-only operands of _blocked_decision kept on a fitted estimator (_SVOperands, predict_operands): a
@@ -1013,8 +1040,9 @@ class SVC(ClassifierMixin, BaseEstimator):
     def _model_backend(self):
         return get_backend(self._be_name)
 
-    def _pair_decision(self, X):
-        """(backend, OvO decision values (n, n_pairs) on the model's device, input library)."""
+    def _pair_decision(self, X, merge_rows=None):
+        """(backend, OvO decision values (n, n_pairs) on the model's device, input library); ``merge_rows`` as
+        :func:`_blocked_decision`'s."""
         self._check_fitted()
         if callable(self.kernel):
             from sklearn.utils.validation import _num_samples
@@ -1041,7 +1069,8 @@ class SVC(ClassifierMixin, BaseEstimator):
             return be, dec + self._pair_b[None, :], lib
         sources = (self.support_vectors_, self._pair_coef)
         operands = predict_operands(self, be, sources, lambda: sources)
-        dec = _blocked_decision(be, None, None, self._pair_b, X, self._gram_spec(self._gamma), operands=operands)
+        dec = _blocked_decision(be, None, None, self._pair_b, X, self._gram_spec(self._gamma), operands=operands,
+                                merge_rows=merge_rows)
         return be, dec, lib
 
     @property
@@ -1071,7 +1100,13 @@ class SVC(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes) for "ovr" or (n_samples, n_classes * (n_classes - 1) / 2) for "ovo",
         in the input's array library.
         """
-        _, dec, lib = self._pair_decision(X)
+        k = len(self.classes_)
+        if self.decision_function_shape == "ovr" and k > 2:  # (n, k) out of (n, n_pairs): in blocks of rows
+            return by_row_blocks(X, k, self._decision_block)
+        return self._decision_block(X)
+
+    def _decision_block(self, X, merge_rows=None):
+        _, dec, lib = self._pair_decision(X, merge_rows)
         return ovo_decision_function(dec, len(self.classes_), self.decision_function_shape, lib)
 
     def predict(self, X):
@@ -1089,7 +1124,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         self._check_fitted()
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'.")
-        _, dec, lib = self._pair_decision(X)
+        return by_row_blocks(X, len(self.classes_), self._predict_block)
+
+    def _predict_block(self, X, merge_rows=None):
+        _, dec, lib = self._pair_decision(X, merge_rows)
         if self.break_ties and len(self.classes_) > 2:
             ovr = to_numpy(ovo_decision_function(dec, len(self.classes_), "ovr", lib))
             return to_input_library(self.classes_[np.argmax(ovr, axis=1)], lib)
