@@ -1156,7 +1156,10 @@ class SVC(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes), columns in ``classes_`` order, in the input's array
         library.
         """
-        _, dec, lib = self._pair_decision(X)
+        return by_row_blocks(X, len(getattr(self, "classes_", ())), self._proba_block)
+
+    def _proba_block(self, X, merge_rows=None):
+        _, dec, lib = self._pair_decision(X, merge_rows)
         if self.probA_.shape[0] != dec.shape[1]:
             raise NotFittedError("This SVC was fitted with probability=False; refit it with probability=True "
                                  "to use predict_proba.")

@@ -75,6 +75,18 @@ def test_blocks_keep_the_whole_inputs_merge_of_equal_support_vectors(monkeypatch
     _same_in_blocks(m, Xq, monkeypatch)
 
 
+def test_predict_proba_in_row_blocks(monkeypatch):
+    X, y = make_blobs(n_samples=700, centers=6, n_features=4, random_state=0, cluster_std=3.0)
+    m = SVC(probability=True, random_state=0).fit(X[:500], y[:500])
+    whole = m.predict_proba(X[500:])
+    monkeypatch.setattr(svc_module, "PREDICT_BLOCK_BYTES", 8 * 30 * 15)  # (30 rows a block)
+    blocks = m.predict_proba(X[500:])
+    np.testing.assert_allclose(blocks, whole, rtol=1e-10, atol=1e-12)
+    assert blocks.shape == (200, 6)
+    with pytest.raises(AttributeError, match="predict_proba"):
+        SVC().fit(X[:500], y[:500]).predict_proba(X[500:])
+
+
 def test_dcsvc_predicts_in_row_blocks(monkeypatch):
     X, y = make_blobs(n_samples=3000, centers=5, n_features=4, random_state=0, cluster_std=3.0)
     m = DCSVC(n_levels=1, n_clusters_per_level=2, min_cluster_size=100, random_state=0).fit(X[:2400], y[:2400])
