@@ -132,8 +132,10 @@ def markdown(results, meta):
              "Median of the rounds (process CPU seconds, all threads / wall seconds); in each round the three "
              "variants alternate in one process, each fitting the training set and predicting its first 2,000 "
              "rows. \"dense\": the layout before (the rule's size floor set to infinity: the code before, to the "
-             "bit); \"CSR\": the default now. Peak: tracemalloc's traced peak of one fit / one predict, run apart "
-             "from the timed ones.", "",
+             "bit); \"CSR\": the default now. Both predict in blocks of rows of at most 64 MB of pair decision "
+             "values (gpusvm.svc.PREDICT_BLOCK_BYTES, since 23da3df; the run at 085db35 predicted all 2,000 rows "
+             "at once: 517 MB peak for either layout). Peak: tracemalloc's traced peak of one fit / one predict, "
+             "run apart from the timed ones.", "",
              "| case | variant | fit CPU s | fit wall s | predict CPU s | predict wall s | fit peak MB | "
              "predict peak MB |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
