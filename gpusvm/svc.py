@@ -107,7 +107,8 @@ def by_row_blocks(X, n_classes, block):
     if n <= step:
         return block(X)
     merge = n >= MERGE_SV_MIN_ROWS
-    parts = [to_numpy(block(X[s:s + step], merge_rows=merge)) for s in range(0, n, step)]
+    rows = X.iloc if hasattr(X, "iloc") else X  # (a DataFrame's rows by position)
+    parts = [to_numpy(block(rows[s:s + step], merge_rows=merge)) for s in range(0, n, step)]
     return to_input_library(np.concatenate(parts), array_library(X))
 
 

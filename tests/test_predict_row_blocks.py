@@ -32,7 +32,7 @@ def _same_in_blocks(m, X, monkeypatch, rows_per_block=37, **kw):
 
     def counted(X_, n_classes, block):
         def sized(Xb, **a):
-            sizes.append(len(Xb) if isinstance(Xb, list) else Xb.shape[0])
+            sizes.append(len(Xb) if isinstance(Xb, list) else Xb.shape[0])  # (a DataFrame too)
             return block(Xb, **a)
         return base(X_, n_classes, sized)
 
@@ -61,6 +61,10 @@ def test_svc_predicts_in_row_blocks(monkeypatch):
     out = _same_in_blocks(ms, sp.csr_matrix(X[600:900]), monkeypatch)
     assert out["predict"].dtype.kind == "U"
     _same_in_blocks(ms, X[600:700].tolist(), monkeypatch)
+    pd = pytest.importorskip("pandas")
+    cols = [f"f{j}" for j in range(X.shape[1])]
+    mp = SVC(kernel="linear").fit(pd.DataFrame(X[:600], columns=cols), y[:600])
+    _same_in_blocks(mp, pd.DataFrame(X[600:900], columns=cols, index=np.arange(900, 600, -1)), monkeypatch)
 
 
 def test_blocks_keep_the_whole_inputs_merge_of_equal_support_vectors(monkeypatch):
