@@ -703,7 +703,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes * (n_classes - 1) / 2) (> 0 favours the pair's first class) for "ovo", in
         the input's array library.
         """
-        k = len(self.classes_)
+        k = len(getattr(self, "classes_", ()))  # (unfitted: the block raises NotFittedError)
         block = functools.partial(self._decision_block, level=level)
         if self.decision_function_shape == "ovr" and k > 2:  # (n, k) out of (n, n_pairs): in blocks of rows
             return by_row_blocks(X, k, block)
@@ -726,7 +726,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         -------
         array of shape (n_samples,), in the input's array library.
         """
-        return by_row_blocks(X, len(self.classes_), functools.partial(self._predict_block, level=level))
+        return by_row_blocks(X, len(getattr(self, "classes_", ())), functools.partial(self._predict_block, level=level))
 
     def _predict_block(self, X, level=None, merge_rows=None):
         _, dec, lib = self._pair_decision(X, level, merge_rows)

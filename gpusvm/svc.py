@@ -1101,7 +1101,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes) for "ovr" or (n_samples, n_classes * (n_classes - 1) / 2) for "ovo",
         in the input's array library.
         """
-        k = len(self.classes_)
+        k = len(getattr(self, "classes_", ()))  # (unfitted: the block raises NotFittedError)
         if self.decision_function_shape == "ovr" and k > 2:  # (n, k) out of (n, n_pairs): in blocks of rows
             return by_row_blocks(X, k, self._decision_block)
         return self._decision_block(X)

@@ -128,3 +128,14 @@ def test_gpu_predicts_in_row_blocks(gpu_backend, monkeypatch):
     Xq = cp.asarray(X[600:])
     whole = _same_in_blocks(m, Xq, monkeypatch)
     assert isinstance(m.predict(Xq), cp.ndarray) and whole["predict"].shape == (300,)
+
+
+@pytest.mark.parametrize("est", [SVC, DCSVC])
+def test_unfitted_still_raises_not_fitted(est):
+    from sklearn.exceptions import NotFittedError
+
+    for method in ("predict", "decision_function"):
+        with pytest.raises(NotFittedError):
+            getattr(est(), method)(np.zeros((3, 2)))
+    with pytest.raises(NotFittedError):
+        SVC(probability=True).predict_proba(np.zeros((3, 2)))
