@@ -62,22 +62,27 @@ def upper_indices(m):
     return iu
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rbf_arg(prod_ij, sq_i, sq_j, neg_gamma):
+    """One value of :func:`_rbf_upper_args`: ``-gamma * max(-2 prod_ij + sq_i + sq_j, 0)``, each operation as
+    :func:`~.gram._transform_numpy`'s in place ufuncs (NaN kept by the max, as np.maximum)."""
+    t = prod_ij * -2.0
+    t = t + sq_i
+    t = t + sq_j
+    if not (t >= 0.0 or t != t):
+        t = 0.0
+    return t * neg_gamma
+
+
 @numba.njit(cache=True, nogil=True)
 def _rbf_upper_args(prod, sq, neg_gamma):
-    """For :func:`sample_gram_cpu`'s RBF upper triangle: ``-gamma * max(-2 prod + sq_i + sq_j, 0)`` for
-    i <= j packed row by row, each operation as :func:`~.gram._transform_numpy`'s in place ufuncs (NaN
-    kept by the max, as np.maximum)."""
+    """For :func:`sample_gram_cpu`'s RBF upper triangle: :func:`_rbf_arg` of each i <= j, packed row by row."""
     m = prod.shape[0]
     out = np.empty(m * (m + 1) // 2)
     k = 0
     for i in range(m):
         for j in range(i, m):
-            t = prod[i, j] * -2.0
-            t = t + sq[i]
-            t = t + sq[j]
-            if not (t >= 0.0 or t != t):
-                t = 0.0
-            out[k] = t * neg_gamma
+            out[k] = _rbf_arg(prod[i, j], sq[i], sq[j], neg_gamma)
             k += 1
     return out
 
@@ -262,17 +267,6 @@ def _rbf_upper_args_many(prod, sq, neg_gamma):
                 out[k] = _rbf_arg(prod[p, i, j], sq[p, i], sq[p, j], neg_gamma)
                 k += 1
     return out
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _rbf_arg(prod_ij, sq_i, sq_j, neg_gamma):
-    """One value of :func:`_rbf_upper_args`, the same operations."""
-    t = prod_ij * -2.0
-    t = t + sq_i
-    t = t + sq_j
-    if not (t >= 0.0 or t != t):
-        t = 0.0
-    return t * neg_gamma
 
 
 @numba.njit(cache=True, nogil=True)
