@@ -24,7 +24,8 @@ from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_functio
 from ._parallel import check_n_jobs, effective_n_jobs, map_problems, map_threads
 from ._platt import ovo_probabilities, sigmoid_train
 from ._solvers._common import early_stop_causes
-from ._solvers.smo import ROWS_SOLVERS, SMALL_PAIRWISE_MAX_ROWS, small_pairwise_applies, solve_small_pairwise
+from ._solvers.smo import (ROWS_SOLVERS, SMALL_PAIRWISE_MAX_ROWS, small_pairwise_applies, small_pairwise_prepare,
+                           solve_small_pairwise)
 from ._solvers.segments import BATCH_MODES
 from ._solvers.smo_batched import MAX_WORKING_SET
 from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
@@ -927,7 +928,9 @@ class SVC(ClassifierMixin, BaseEstimator):
             return {}
         threads = max(1, min(len(keys), effective_n_jobs(self.n_jobs)))
         chunks = [keys[k * len(keys) // threads:(k + 1) * len(keys) // threads] for k in range(threads)]
-        kw = dict(tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes, **opts)
+        # (X's contiguous copy and norms once, not once per thread)
+        kw = dict(tol=float(self.tol), max_iter=int(self.max_iter), cache_bytes=cache_bytes,
+                  prepared=small_pairwise_prepare(X), **opts)
         solved = map_threads(lambda ps: solve_small_pairwise(self.solver, be, X, x_sqnorm, spec,
                                                              [reduced[p][:3] for p in ps], **kw), chunks, threads)
         out = {}

@@ -171,9 +171,21 @@ def small_pairwise_applies(be, X, spec, decomposition="auto", verbose=0) -> bool
             and not verbose)
 
 
+def small_pairwise_prepare(X):
+    """What :func:`solve_small_pairwise` reads of the dense host ``X`` for every problem: ``X`` C-contiguous,
+    and its rows' squared norms as the op's ``_prepare`` sums them (the solver's; ``x_sqnorm`` stays the float32
+    check's)."""
+    import numpy as np
+
+    from .._backend.ops.smo_pairwise import _row_sqnorms
+
+    Xc = np.ascontiguousarray(X)
+    return Xc, _row_sqnorms(Xc)
+
+
 def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_iter, cache_bytes,
                          decomposition="auto", working_set_size=None, gram_dtype="float32", pa_recent=2,
-                         shrinking=True):
+                         shrinking=True, prepared=None):
     """:func:`solve_smo` (``local="smo"``) or :func:`solve_pa_smo` (``"pa-smo"``) of each problem
     ``(rows, y, C)`` of ``problems`` (host arrays; at most :data:`SMALL_PAIRWISE_MAX_ROWS` rows each) with
     ``rows=`` on the dense host ``X`` (``x_sqnorm``: the float64 squared norms of all of X's rows, as
@@ -187,11 +199,13 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     float32_too_coarse_many` for RBF and linear grams; poly and sigmoid ones each as :func:`resolve_gram_dtype`),
     then one compiled call (:func:`~gpusvm._backend.ops.smo_pairwise._solve_pairs`) gathers each problem's
     rows, solves it and computes its bias; only the objective's dot product is left to NumPy, per problem.
+    ``prepared``: :func:`small_pairwise_prepare` of ``X``, for callers that split the problems over threads
+    (computed here when None).
     """
     import numpy as np
 
     from .._backend.ops.gram_errors import float32_too_coarse_many
-    from .._backend.ops.smo_pairwise import PA_ETA, _diag, _row_sqnorms, _solve_pairs
+    from .._backend.ops.smo_pairwise import PA_ETA, _diag, _solve_pairs
     from .._gram import GRAM_CODES
     from ._common import FLOAT32_MAX_CURVATURE_ERROR
 
@@ -206,8 +220,7 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     starts = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     sq = np.asarray(x_sqnorm, dtype=np.float64)  # (the float32 check's, as resolve_gram_dtype gets them)
-    Xc = np.ascontiguousarray(X)
-    sq_op = _row_sqnorms(Xc)  # (the solver's, as the op's _prepare sums them)
+    Xc, sq_op = small_pairwise_prepare(X) if prepared is None else prepared
     if str(gram_dtype) == "float64":
         f64 = np.ones(len(problems), dtype=bool)
     elif spec.kind in ("rbf", "linear"):
