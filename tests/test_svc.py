@@ -359,10 +359,11 @@ def test_ovo_predict_products_run_with_blas_on_one_thread(monkeypatch):
     assert entered == [True]
 
 
-@pytest.mark.parametrize("k", [3, 4, 10])
+@pytest.mark.parametrize("k", [3, 4, 10, 37])
 def test_ovr_decision_is_sklearns_to_the_bit(k):
     """decision_function_shape="ovr" counts votes and sums confidences class by class in scikit-learn's order,
-    so its values are those of sklearn's _ovr_decision_function bit for bit (zeros and signed zeros too)."""
+    so its values are those of sklearn's _ovr_decision_function bit for bit (zeros, signed zeros and NaN
+    votes too; compiled, row by row)."""
     try:
         from sklearn.utils.multiclass import _ovr_decision_function
     except ImportError:  # a private helper: nothing to compare with
@@ -373,8 +374,12 @@ def test_ovr_decision_is_sklearns_to_the_bit(k):
     dec = rng.standard_normal((300, k * (k - 1) // 2)) * 10.0 ** rng.integers(-8, 8, size=(300, k * (k - 1) // 2))
     dec[rng.random(dec.shape) < 0.1] = 0.0
     dec[rng.random(dec.shape) < 0.1] = -0.0
+    dec[rng.random(dec.shape) < 0.01] = np.nan  # (votes for the pair's first class there)
     ref = _ovr_decision_function(dec < 0, -dec, k)
-    np.testing.assert_array_equal(_ovr_decision(dec, k).view(np.int64), ref.view(np.int64))
+    got = _ovr_decision(dec, k)
+    nan = np.isnan(ref)  # (a NaN's sign bit is not compared)
+    assert nan.any() and np.array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.int64), ref[~nan].view(np.int64))
 
 
 def test_takes_the_parameters_of_sklearns_svc():
