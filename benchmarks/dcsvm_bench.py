@@ -111,7 +111,8 @@ def _config_label(kw):
             + (f", sub_tol={kw['sub_tol']}" if "sub_tol" in kw else "")
             + (f", assign={kw['assign']}" if "assign" in kw else "")
             + ("" if "batch_subproblems" not in kw else (", batched" if kw["batch_subproblems"] else ", one by one"))
-            + (f", min_cluster_size={kw['min_cluster_size']}" if "min_cluster_size" in kw else ""))
+            + (f", min_cluster_size={kw['min_cluster_size']}" if "min_cluster_size" in kw else "")
+            + (f", batch_max_size={kw['batch_max_size']}" if "batch_max_size" in kw else ""))
 
 
 def _compare(dc_runs, cold_rows):
@@ -310,8 +311,8 @@ def main(argv=None):
     ap.add_argument("--configs", default="4,4;8,2",
                     help="DCSVC configurations 'k,L[,opt...];k,L' (n_clusters_per_level, n_levels, then "
                          "optional words: the assign rule 'center' or 'nearest'; 'batch' or 'nobatch' for "
-                         "batch_subproblems=True/False; 'minc=N' for min_cluster_size=N); default: the "
-                         "estimator's defaults (4, 4) and (8, 2)")
+                         "batch_subproblems=True/False; 'minc=N' for min_cluster_size=N; 'bmax=N' for "
+                         "batch_max_size=N); default: the estimator's defaults (4, 4) and (8, 2)")
     ap.add_argument("--sub-tol", type=float, default=None, help="DCSVC sub_tol (None: its default)")
     ap.add_argument("--no-refine", action="store_true")
     ap.add_argument("--no-cold-batched", action="store_true", help="skip the batched cold row (CPU)")
@@ -355,6 +356,8 @@ def main(argv=None):
                 kw["batch_subproblems"] = word == "batch"
             elif word.startswith("minc="):
                 kw["min_cluster_size"] = int(word[5:])
+            elif word.startswith("bmax="):
+                kw["batch_max_size"] = int(word[5:])
             else:
                 ap.error(f"--configs: unknown option {word!r} in {spec_!r}")
         if args.no_refine:
