@@ -15,16 +15,16 @@ from ._backend.base import device_memory_guard, host_memory_guard, is_device_oom
 from ._dedupe import check_mode as check_deduplicate
 from ._dedupe import plan as plan_deduplication
 from ._dedupe import reduce_problem
-from ._gram import GramSpec, feature_variance, resolve_gamma
+from ._gram import GramSpec
 from ._ovo import (check_finite_model, linear_pair_weights, ovo_decision_function, ovo_model_layout, ovo_pair_rows,
                    ovo_predict)
 from ._parallel import check_n_jobs, map_problems
 from ._solvers._common import early_stop_causes
 from ._solvers.smo_batched import MAX_WORKING_SET
-from .svc import _blocked_decision, _decision_threads, PredictCache, by_row_blocks, predict_operands
-from ._validation import (check_auto_or_bool, check_class_labels, check_class_weight, check_degree, check_gamma,
-                          check_options, check_random_state_param, check_scalar, check_X, class_indices, to_numpy,
-                          weights_per_sample)
+from .svc import (_blocked_decision, _decision_threads, PredictCache, by_row_blocks, ovo_fit_setup,
+                  predict_operands)
+from ._validation import (check_auto_or_bool, check_class_weight, check_degree, check_gamma, check_options,
+                          check_random_state_param, check_scalar, check_X, to_numpy)
 
 # refine="auto": refine only when the support vectors below the top are at most this share of the points
 _REFINE_AUTO_MAX_SHARE = 0.2
@@ -470,19 +470,7 @@ class DCSVC(ClassifierMixin, BaseEstimator):
         be = get_backend(self.device, X)
         X = check_X(X, be, owner="DCSVC", estimator=self, reset=True)
         n, d = int(X.shape[0]), int(X.shape[1])
-        y = check_class_labels(y, n, owner="DCSVC")
-        classes, y_idx = class_indices(y)
-        if len(classes) < 2:
-            raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
-                             "(DCSVC cannot train on a single class).")
-        w, cw, _ = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="DCSVC", C=self.C)
-        Cvec_all = float(self.C) * w
-        keep = np.flatnonzero(Cvec_all > 0)
-        if isinstance(self.gamma, str):
-            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,
-                                  used=self.kernel in ("rbf", "poly", "sigmoid"))
-        else:
-            gamma = float(self.gamma)
+        classes, y_idx, cw, Cvec_all, keep, gamma = ovo_fit_setup(self, be, X, y, sample_weight, "DCSVC")
         spec = self._gram_spec(gamma)
         rng, seed = self._rng()
         group, n_groups = plan_deduplication(be, X, y_idx, self.deduplicate)

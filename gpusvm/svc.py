@@ -403,6 +403,25 @@ def _check_symmetric(be, spec, source):
                          "otherwise); the dual problem only sees (K + K.T) / 2, so pass that if it is what you mean.")
 
 
+def ovo_fit_setup(est, be, X, y, sample_weight, owner):
+    """What one-vs-one fits (:class:`SVC`, :class:`gpusvm.DCSVC`) read from the labels, the weights and X before
+    solving: ``(classes, y_idx, class weights per class, C per sample, the rows of positive C, gamma)``. Raises
+    for fewer than two classes; gamma is resolved as scikit-learn does, from all of X (zero-weight rows too)."""
+    n, d = int(X.shape[0]), int(X.shape[1])
+    y = check_class_labels(y, n, owner=owner)
+    classes, y_idx = class_indices(y)
+    if len(classes) < 2:
+        raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
+                         f"({owner} cannot train on a single class).")
+    w, cw, _ = weights_per_sample(sample_weight, est.class_weight, classes, y, y_idx, owner=owner, C=est.C)
+    Cvec_all = float(est.C) * w
+    if isinstance(est.gamma, str):
+        gamma = resolve_gamma(est.gamma, feature_variance(be, X), d, used=est.kernel in ("rbf", "poly", "sigmoid"))
+    else:
+        gamma = float(est.gamma)
+    return classes, y_idx, cw, Cvec_all, np.flatnonzero(Cvec_all > 0), gamma
+
+
 class SVC(ClassifierMixin, BaseEstimator):
     """C-support vector classification with an exact dual solver, on the CPU or the GPU.
 
@@ -745,21 +764,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         precomputed = self.kernel == "precomputed" or callable(self.kernel)
         if precomputed:
             _check_precomputed(be, X, n)
-        y = check_class_labels(y, n, owner="SVC")
-        classes, y_idx = class_indices(y)
-        if len(classes) < 2:
-            raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class "
-                             "(SVC cannot train on a single class).")
-        w, cw, _ = weights_per_sample(sample_weight, self.class_weight, classes, y, y_idx, owner="SVC", C=self.C)
-        Cvec_all = float(self.C) * w
-        keep = np.flatnonzero(Cvec_all > 0)
-
-        # gamma as sklearn: from all of X, before zero-weight samples are dropped
-        if isinstance(self.gamma, str):
-            gamma = resolve_gamma(self.gamma, feature_variance(be, X), d,
-                                  used=self.kernel in ("rbf", "poly", "sigmoid"))
-        else:
-            gamma = float(self.gamma)
+        classes, y_idx, cw, Cvec_all, keep, gamma = ovo_fit_setup(self, be, X, y, sample_weight, "SVC")
 
         xp = be.xp
         if precomputed:  # the solvers see every point as its row of the matrix (gpusvm._gram)
