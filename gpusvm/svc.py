@@ -108,6 +108,12 @@ def by_row_blocks(X, n_classes, block):
     if n <= step:
         return block(X)
     merge = n >= MERGE_SV_MIN_ROWS
+    if hasattr(X, "tocsr") and getattr(X, "format", "csr") != "csr":
+        # COO, DIA and BSR matrices (SciPy's or cupyx's) cannot be sliced by rows: their CSR form, as check_X
+        # converts any sparse X (one conversion here, not one per block)
+        X = X.tocsr()
+    elif not hasattr(X, "__getitem__") and hasattr(X, "__array__"):  # (an array-like that only converts)
+        X = np.asarray(X)
     rows = X.iloc if hasattr(X, "iloc") else X  # (a DataFrame's rows by position)
     parts = [to_numpy(block(rows[s:s + step], merge_rows=merge)) for s in range(0, n, step)]
     return to_input_library(np.concatenate(parts), array_library(X))

@@ -67,6 +67,39 @@ def test_svc_predicts_in_row_blocks(monkeypatch):
     _same_in_blocks(mp, pd.DataFrame(X[600:900], columns=cols, index=np.arange(900, 600, -1)), monkeypatch)
 
 
+@pytest.mark.parametrize("fmt", ["coo", "dia", "bsr", "csc"])
+def test_sparse_formats_without_row_slices_predict_in_blocks(fmt, monkeypatch):
+    """COO, DIA and BSR matrices cannot be sliced by rows (``X[s:e]``: TypeError "not subscriptable"), yet
+    predict takes them (check_X converts any sparse X to CSR): the blocks are cut from their CSR form."""
+    X, y = make_blobs(n_samples=200, centers=5, n_features=4, random_state=0, cluster_std=2.0)
+    m = SVC(probability=True, random_state=0).fit(X[:120], y[:120])
+    Xq = sp.csr_matrix(X[120:]).asformat(fmt)
+    whole = m.predict_proba(X[120:])
+    _same_in_blocks(m, Xq, monkeypatch, rows_per_block=9)
+    monkeypatch.setattr(svc_module, "PREDICT_BLOCK_BYTES", 8 * 9 * 10)
+    np.testing.assert_allclose(m.predict_proba(Xq), whole, rtol=1e-10, atol=1e-12)
+
+
+def test_array_like_without_row_slices_predicts_in_blocks(monkeypatch):
+    """An array-like that only converts (``__array__`` and ``__len__``, no ``__getitem__``) is cut as its array."""
+    X, y = make_blobs(n_samples=200, centers=5, n_features=4, random_state=0, cluster_std=2.0)
+    m = SVC().fit(X[:120], y[:120])
+
+    class Rows:
+        def __init__(self, a):
+            self.a = a
+
+        def __len__(self):
+            return len(self.a)
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    whole = m.predict(X[120:])
+    monkeypatch.setattr(svc_module, "PREDICT_BLOCK_BYTES", 8 * 9 * 10)
+    assert np.array_equal(m.predict(Rows(X[120:])), whole)
+
+
 def test_blocks_keep_the_whole_inputs_merge_of_equal_support_vectors(monkeypatch):
     # many copies of each training point: the support vectors hold equal rows, merged for X of at least
     # MERGE_SV_MIN_ROWS rows (a block of 37 rows alone would not merge them)
