@@ -78,6 +78,24 @@ def test_bias_of_is_bias():
         assert bias(CPU, y, alpha, G, C) == _bias_of(y, alpha, G, C)
 
 
+def test_bias_of_is_bias_to_the_sign_of_zero():
+    """No free variable and ends of the interval that are zeros of both signs (a sigmoid pair of 25 small
+    classes, float32 Gram values): np.min returned -0.0 of the ub candidates (0.0, -0.0), the compiled loop the
+    first (0.0), so the compiled pairs' intercept was -0.0 and the pair solved alone's 0.0. Both give +0.0 ends."""
+    y = np.array([1.0, 1.0, -1.0, -1.0, -1.0])
+    alpha = np.array([0.0, 0.5, 0.3, 0.0, 0.2])
+    C = np.array([0.1, 0.5, 0.3, 0.1, 0.2])
+    G = np.array([0.0, -1.1920929e-07, 0.0, 0.0, -4.76837158e-08])
+    b, b_op = bias(CPU, y, alpha, G, C), _bias_of(y, alpha, G, C)
+    assert b == b_op == 0.0 and np.signbit(b) == np.signbit(b_op)
+    for ends in ([0.0, -0.0], [-0.0, 0.0], [-0.0, -0.0]):  # (the ub candidates in either order; lb a zero)
+        yv = np.array([1.0, -1.0, -1.0])
+        a = np.array([0.0, 1.0, 0.0])
+        Gv = np.array(ends[:1] + [-ends[1], -0.0])
+        b, b_op = bias(CPU, yv, a, Gv, np.ones(3)), _bias_of(yv, a, Gv, np.ones(3))
+        assert np.signbit(b) == np.signbit(b_op)
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_float32_decisions_together_are_resolve_gram_dtypes(kernel, dtype):

@@ -155,7 +155,10 @@ def bias(be, y, alpha, G, C, *, also=()):
             ub = lb
         if not (lb > -float("inf")):
             lb = ub
-        rho = 0.5 * (ub + lb)
+        # (+ 0.0: a zero end as +0.0. Which of several equal ends 0.0 and -0.0 np.min / np.max return is up to
+        # their SIMD loops, and the sign of that zero set the sign of a zero intercept: -0.0 here, 0.0 in the
+        # compiled pairs' _bias_of, which takes the first, for the same alpha and G)
+        rho = 0.5 * ((ub + 0.0) + (lb + 0.0))
     return (-rho, extra) if also else -rho
 
 

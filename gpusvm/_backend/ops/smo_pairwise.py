@@ -1238,7 +1238,7 @@ def _bias_of(y, alpha, G, C):
         ub = lb
     if not lb > -np.inf:
         lb = ub
-    return -(0.5 * (ub + lb))
+    return -(0.5 * ((ub + 0.0) + (lb + 0.0)))  # (a zero end as +0.0, as bias does: np.min's choice of zero varies)
 
 
 @numba.njit(cache=True, nogil=True)
