@@ -246,3 +246,15 @@ def test_svc_uses_the_compiled_pairs_only_where_they_apply(monkeypatch):
     monkeypatch.setattr(svc_module, "SMALL_PAIRWISE_MAX_ROWS", 59)  # (pairs of 60 rows: one by one)
     SVC(device="cpu").fit(X, y)
     assert calls == [6]
+
+
+def test_cache_budget_beyond_int64(monkeypatch):
+    """cache_size of 2**43 MB or more: the compiled pairs' budget (bytes) no longer fits the compiled call's int64
+    (OverflowError, while the pairs one by one fit): capped, it holds all rows as the op's does, the same model."""
+    X, y = make_blobs(n_samples=60, centers=4, n_features=3, random_state=0)
+    new = SVC(device="cpu", cache_size=1e14).fit(X, y)
+    monkeypatch.setattr(svc_module, "small_pairwise_applies", lambda *a, **k: False)
+    old = SVC(device="cpu", cache_size=1e14).fit(X, y)
+    a, b = _fitted(new), _fitted(old)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k

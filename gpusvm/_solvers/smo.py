@@ -237,6 +237,9 @@ def solve_small_pairwise(local, be, X, x_sqnorm, spec, problems, *, tol, max_ite
     alpha, G = np.empty(n_all), np.empty(n_all)
     n_iter, status = np.empty(P, dtype=np.int64), np.empty(P, dtype=np.int64)
     b, sum_alpha = np.empty(P), np.empty(P)
+    # (an int64 for the compiled call: a budget beyond it, cache_size >= 2**43 MB, raised OverflowError there; every
+    # such budget holds all n rows, as the op's Python arithmetic gives)
+    cache_bytes = min(int(cache_bytes), np.iinfo(np.int64).max)
     for dtype in (np.float32, np.float64):  # (one call per Gram value type; see _solve_pairs)
         sel = np.flatnonzero(f64 == (dtype == np.float64))
         if sel.shape[0]:
