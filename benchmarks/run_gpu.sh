@@ -10,11 +10,12 @@
 #             3 epochs: phishing, ijcnn1 and most of a9a fit in 8 minutes on an H100 machine);
 #   "linear": benchmarks/linear_table.py --device $ONE_DEVICE (LINEAR_ARGS, e.g. --datasets a9a --cap 20);
 #   "dcsvm":  benchmarks/dcsvm_bench.py --device $ONE_DEVICE (DCSVM_ARGS, e.g. --datasets ijcnn1,a9a, and
-#             --configs '4,4,batch;4,4,nobatch;4,4,batch,minc=200' to time the batched cluster solves
+#             --configs 4,4,batch;4,4,nobatch;4,4,batch,minc=200 to time the batched cluster solves
 #             against one-by-one and with the 64-cluster level solved; the default configs ran on an H200
 #             at b542594, the --configs variants not yet). On full ijcnn1 five of level 2's 16 clusters hold
 #             4,999-5,015 points, over batch_max_size=4096, so they ran one by one on the H200: add
-#             '4,4,bmax=8192' to time the level with all 16 in the batched launch.
+#             4,4,bmax=8192 to time the level with all 16 in the batched launch. DCSVM_ARGS is split on spaces
+#             only and its quotes stay literal: write --configs 4,4;4,4,bmax=8192;8,2 without quotes.
 #   "certify": benchmarks/batched_certify.py --device $ONE_DEVICE: what the float64 check of the batched
 #             solver's float32 stop finds and costs (CERTIFY_ARGS, e.g. --datasets a9a ijcnn1).
 #   "pairs":  benchmarks/pair_batch.py --devices $DEVICES: multi-class SVC with the class pairs one by one
