@@ -409,6 +409,21 @@ def _parse_model(path, first_index=1, one_class=False):
                 vals.append(float(v))
         except ValueError as exc:
             raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
+    # float() reads "nan", "inf" and 1e400 (as LIBSVM's strtod), and such a model loaded silently: its decision
+    # values were all NaN, and predict gave the first class for every point
+    for key, values in (("rho", rho), ("probA", None if prob is None else prob[0]),
+                        ("probB", None if prob is None else prob[1])):
+        if values is not None and not np.all(np.isfinite(values)):
+            raise ValueError(f"{path}: the '{key}' line of the model header has a value that is not finite: "
+                             f"{' '.join(header[key])!r}.")
+    bad = ~np.isfinite(sv_coef).all(axis=0)
+    vals_bad = ~np.isfinite(np.asarray(vals, dtype=np.float64))
+    if vals_bad.any():
+        bad[np.asarray(rows, dtype=np.int64)[vals_bad]] = True
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{path}: support vector line {i + 1} has a coefficient or feature value that is not "
+                         f"finite: {' '.join(body[i])[:200]!r}.")
     try:
         cols_a = np.asarray(cols, dtype=np.int64)
     except OverflowError as exc:
@@ -426,8 +441,13 @@ def _parse_model(path, first_index=1, one_class=False):
         at = by_entry[repeated[0]]
         raise ValueError(f"{path}: support vector line {int(rows_a[at]) + 1} repeats feature index "
                          f"{int(cols_a[at]) + first_index}.")
-    return {"path": path, "kernel": kernel, "gamma": one("gamma", float, required=kernel != "linear"),
-            "degree": one("degree", int, required=False), "coef0": one("coef0", float, required=False),
+    gamma, coef0 = one("gamma", float, required=kernel != "linear"), one("coef0", float, required=False)
+    for key, value, used in (("gamma", gamma, kernel != "linear"), ("coef0", coef0, kernel in ("poly", "sigmoid"))):
+        if used and value is not None and not np.isfinite(value):
+            raise ValueError(f"{path}: the '{key}' line of the model header has a value that is not finite: "
+                             f"{' '.join(header[key])!r}.")
+    return {"path": path, "kernel": kernel, "gamma": gamma,
+            "degree": one("degree", int, required=False), "coef0": coef0,
             "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef, "prob": prob,
             "rows": rows_a, "cols": cols_a, "vals": np.asarray(vals),
             "width": int(cols_a.max()) + 1 if cols_a.size else 0}

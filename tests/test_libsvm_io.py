@@ -839,3 +839,21 @@ def test_train_command_on_an_empty_file(tmp_path, capsys, extra):
     err = capsys.readouterr().err
     assert "holds no data lines" in err and "RuntimeWarning" not in err
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("old,new,match", [("0.5 1:0.2", "nan 1:0.2", "support vector line 1 has a coefficient"),
+                                           ("2:0.3", "2:inf", "support vector line 2 has a coefficient"),
+                                           ("-0.5 1:1", "1e400 1:1", "support vector line 2 has a coefficient"),
+                                           ("rho 0.1", "rho nan", "'rho' line of the model header"),
+                                           ("gamma 0.5", "gamma inf", "'gamma' line of the model header")])
+def test_non_finite_numbers_in_a_model_file_are_refused(tmp_path, capsys, old, new, match):
+    """float() reads nan, inf and 1e400: such a model file loaded silently, its decision values were all NaN and
+    every point was predicted as the first class, by the API and by gpusvm predict."""
+    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\n"
+            "nr_sv 1 1\nSV\n0.5 1:0.2\n-0.5 1:1 2:0.3\n")
+    (tmp_path / "m").write_text(text.replace(old, new))
+    with pytest.raises(ValueError, match=match):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "te").write_text("1 1:0.5\n")
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    assert match in capsys.readouterr().err
