@@ -9,6 +9,7 @@ anything else is an error that names the option.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -154,20 +155,31 @@ def _read(path):
 
     from .datasets import load_svmlight
 
+    import numpy as np
+
     try:
-        return load_svmlight(path, zero_based=True)
+        X, y = load_svmlight(path, zero_based=True)
     # (EOFError: a cut-off .gz/.bz2/.xz; LZMAError: a .xz that is not one; OverflowError: an index past int32)
     except (OSError, ValueError, EOFError, OverflowError, lzma.LZMAError) as exc:
         line = _bad_line(path) if isinstance(exc, (ValueError, OverflowError)) else None
         raise UsageError(f"can't read {path}: " + (f"wrong input format at line {line} ({exc})" if line else
                                                    str(exc))) from None
+    if not np.all(np.isfinite(X.data)):
+        # (the reader takes nan, inf and 1e400 as numbers, as svm-train's strtod; the estimator's "X contains NaN"
+        # left the user to search a file of many lines for it)
+        line = _bad_line(path, finite=True)
+        raise UsageError(f"can't read {path}: " + (f"line {line} has a feature value that is not finite (nan, inf "
+                                                   "or beyond float64's range)" if line else
+                                                   "a feature value is not finite (nan, inf or beyond float64's "
+                                                   "range)"))
+    return X, y
 
 
-def _bad_line(path):
+def _bad_line(path, finite=False):
     """The number of the first line of a LIBSVM data file that is not ``label index:value ...`` with
     increasing indices below 2^31 (svm-train names it: "Wrong input format at line N"); blank lines, ``#`` comments
-    and a leading ``qid:`` pair, which the reader takes, pass. None if every line passes or the file cannot
-    be read."""
+    and a leading ``qid:`` pair, which the reader takes, pass. ``finite``: also a line with a feature value that
+    is not finite. None if every line passes or the file cannot be read."""
     from .datasets import _OPENERS
 
     try:
@@ -181,9 +193,11 @@ def _bad_line(path):
                     last = -1
                     for i, t in enumerate(tok[1:]):
                         j, sep, v = t.partition(":")
-                        float(v)
+                        value = float(v)
                         if j == "qid" and i == 0:
                             continue
+                        if finite and not math.isfinite(value):
+                            return n
                         if not sep or int(j) <= last or int(j) >= 2**31:
                             return n
                         last = int(j)

@@ -857,3 +857,16 @@ def test_non_finite_numbers_in_a_model_file_are_refused(tmp_path, capsys, old, n
     (tmp_path / "te").write_text("1 1:0.5\n")
     assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e400"])
+def test_commands_name_the_line_of_a_non_finite_feature_value(tmp_path, capsys, value):
+    """The reader takes nan, inf and 1e400 as numbers; train and predict then stopped with the estimator's
+    "'X' for SVC contains NaN", which does not say where in the file it is."""
+    (tmp_path / "bad").write_text(f"1 1:0.5\n\n-1 1:0.3\n# c\n1 1:0.2 2:{value}\n")
+    (tmp_path / "tr").write_text("1 1:0.5\n-1 1:-0.5\n")
+    assert main(["train", "-q", str(tmp_path / "tr"), str(tmp_path / "m")]) == 0
+    assert main(["train", str(tmp_path / "bad"), str(tmp_path / "m2")]) == 1
+    assert f"can't read {tmp_path / 'bad'}: line 5 has a feature value that is not finite" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "bad"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    assert "line 5 has a feature value that is not finite" in capsys.readouterr().err
