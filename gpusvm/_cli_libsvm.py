@@ -175,11 +175,12 @@ def _read(path):
     return X, y
 
 
-def _bad_line(path, finite=False):
+def _bad_line(path, finite=False, label_ok=None):
     """The number of the first line of a LIBSVM data file that is not ``label index:value ...`` with
     increasing indices below 2^31 (svm-train names it: "Wrong input format at line N"); blank lines, ``#`` comments
     and a leading ``qid:`` pair, which the reader takes, pass. ``finite``: also a line with a feature value that
-    is not finite. None if every line passes or the file cannot be read."""
+    is not finite; ``label_ok``: also a line whose label (a float) it refuses. None if every line passes or the
+    file cannot be read."""
     from .datasets import _OPENERS
 
     try:
@@ -189,7 +190,9 @@ def _bad_line(path, finite=False):
                 if not tok:
                     continue
                 try:
-                    float(tok[0])
+                    label = float(tok[0])
+                    if label_ok is not None and not label_ok(label):
+                        return n
                     last = -1
                     for i, t in enumerate(tok[1:]):
                         j, sep, v = t.partition(":")
@@ -245,6 +248,15 @@ def train_main(args) -> int:
     # as svm-train: -g 0 (or no -g) means 1 / num_features, num_features the largest feature index; the
     # linear kernel ignores -g, whatever its value (svm-train checks gamma < 0 only for the other kernels)
     gamma = opt["gamma"] if opt["gamma"] and kernel != "linear" else 1.0 / max(int(X.shape[1]) - 1, 1)
+
+    def label_ok(v):  # (a class needs an integer label: nan, inf and 1e30 ended in "Unknown label type: continuous"
+        return math.isfinite(v) and abs(v) < 2.0**63  # or "'y' contains NaN or infinity", with no line)
+
+    if not all(label_ok(v) for v in np.unique(y).tolist()):
+        line = _bad_line(train_file, label_ok=label_ok)
+        print(f"gpusvm train: {train_file}: " + (f"line {line}" if line else "a line") + " has a label that is not "
+              "an integer of at most 2^63 (nan, inf or too large)", file=sys.stderr)
+        return 1
     y_file, labels = y, np.trunc(y)  # svm-train casts labels to int (-v scores against the file's labels)
     if np.any(labels != y):
         print("WARNING: labels that are not integers are truncated to integers, as LIBSVM does", file=sys.stderr)

@@ -870,3 +870,13 @@ def test_commands_name_the_line_of_a_non_finite_feature_value(tmp_path, capsys, 
     assert f"can't read {tmp_path / 'bad'}: line 5 has a feature value that is not finite" in capsys.readouterr().err
     assert main(["predict", str(tmp_path / "bad"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
     assert "line 5 has a feature value that is not finite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("label", ["nan", "inf", "1e30"])
+@pytest.mark.parametrize("folds", [[], ["-v", "2"]])
+def test_train_names_the_line_of_a_label_that_is_no_integer(tmp_path, capsys, label, folds):
+    """A label of nan or inf stopped train with "'y' for SVC contains NaN or infinity", one of 1e30 with
+    scikit-learn's "Unknown label type: continuous": neither said which line of the file holds it."""
+    (tmp_path / "bad").write_text(f"1 1:0.5\n-1 1:0.3\n\n{label} 1:0.2\n1 1:0.1\n")
+    assert main(["train", *folds, str(tmp_path / "bad"), str(tmp_path / "m")]) == 1
+    assert "bad: line 4 has a label that is not an integer" in capsys.readouterr().err
