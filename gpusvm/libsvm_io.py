@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sps
 
+from ._gram import GramSpec
 from ._ovo import pair_coef_is_sparse, pair_coef_matrix
 
 __all__ = ["save_libsvm_model", "load_libsvm_model"]
@@ -442,12 +443,14 @@ def _parse_model(path, first_index=1, one_class=False):
         raise ValueError(f"{path}: support vector line {int(rows_a[at]) + 1} repeats feature index "
                          f"{int(cols_a[at]) + first_index}.")
     gamma, coef0 = one("gamma", float, required=kernel != "linear"), one("coef0", float, required=False)
-    for key, value, used in (("gamma", gamma, kernel != "linear"), ("coef0", coef0, kernel in ("poly", "sigmoid"))):
-        if used and value is not None and not np.isfinite(value):
-            raise ValueError(f"{path}: the '{key}' line of the model header has a value that is not finite: "
-                             f"{' '.join(header[key])!r}.")
-    return {"path": path, "kernel": kernel, "gamma": gamma,
-            "degree": one("degree", int, required=False), "coef0": coef0,
+    degree = one("degree", int, required=False)
+    try:  # (the gram's own checks, which ran only at the first prediction, without the file's name)
+        GramSpec(kernel, gamma=1.0 if gamma is None or kernel == "linear" else gamma,
+                 coef0=0.0 if coef0 is None or kernel not in ("poly", "sigmoid") else coef0,
+                 degree=3 if degree is None else degree)
+    except ValueError as exc:
+        raise ValueError(f"{path}: the model header's {kernel} gram is not one gpusvm computes: {exc}") from None
+    return {"path": path, "kernel": kernel, "gamma": gamma, "degree": degree, "coef0": coef0,
             "k": k, "total": total, "rho": rho, "labels": labels, "nr_sv": nr_sv, "sv_coef": sv_coef, "prob": prob,
             "rows": rows_a, "cols": cols_a, "vals": np.asarray(vals),
             "width": int(cols_a.max()) + 1 if cols_a.size else 0}

@@ -845,7 +845,7 @@ def test_train_command_on_an_empty_file(tmp_path, capsys, extra):
                                            ("2:0.3", "2:inf", "support vector line 2 has a coefficient"),
                                            ("-0.5 1:1", "1e400 1:1", "support vector line 2 has a coefficient"),
                                            ("rho 0.1", "rho nan", "'rho' line of the model header"),
-                                           ("gamma 0.5", "gamma inf", "'gamma' line of the model header")])
+                                           ("gamma 0.5", "gamma inf", "The 'gamma' parameter must be")])
 def test_non_finite_numbers_in_a_model_file_are_refused(tmp_path, capsys, old, new, match):
     """float() reads nan, inf and 1e400: such a model file loaded silently, its decision values were all NaN and
     every point was predicted as the first class, by the API and by gpusvm predict."""
@@ -880,3 +880,25 @@ def test_train_names_the_line_of_a_label_that_is_no_integer(tmp_path, capsys, la
     (tmp_path / "bad").write_text(f"1 1:0.5\n-1 1:0.3\n\n{label} 1:0.2\n1 1:0.1\n")
     assert main(["train", *folds, str(tmp_path / "bad"), str(tmp_path / "m")]) == 1
     assert "bad: line 4 has a label that is not an integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kernel,old,new,match", [("polynomial", "degree 2", "degree 0", "The 'degree' parameter"),
+                                                  ("polynomial", "degree 2", "degree -1", "The 'degree' parameter"),
+                                                  ("rbf", "gamma 0.5", "gamma 0", "The 'gamma' parameter must be > 0"),
+                                                  ("rbf", "gamma 0.5", "gamma -2", "The 'gamma' parameter"),
+                                                  ("sigmoid", "coef0 0.1", "coef0 nan", "The 'coef0' parameter")])
+def test_gram_parameters_of_a_model_file_are_checked_when_it_is_read(tmp_path, capsys, kernel, old, new, match):
+    """A model of degree 0 (svm-train -t 1 -d 0 writes one) or gamma 0 loaded, and the first prediction raised the
+    gram's error, which does not name the model file: gpusvm predict printed only "The 'degree' parameter must be
+    an int in the range [1, inf). Got 0 instead." """
+    text = (f"svm_type c_svc\nkernel_type {kernel}\ndegree 2\ngamma 0.5\ncoef0 0.1\nnr_class 2\ntotal_sv 2\n"
+            "rho 0.1\nlabel 1 -1\nnr_sv 1 1\nSV\n0.5 1:0.2\n-0.5 1:1 2:0.3\n")
+    (tmp_path / "m").write_text(text.replace(old, new))
+    with pytest.raises(ValueError, match=f"m: the model header's .* gram is not one gpusvm computes: {match}"):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "te").write_text("1 1:0.5\n")
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert str(tmp_path / "m") in err and match in err
+    (tmp_path / "m").write_text(text)
+    assert main(["predict", "-q", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
