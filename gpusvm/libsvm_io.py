@@ -262,6 +262,21 @@ def one_class_model_text(label, kernel, gamma, degree, coef0, probability=False)
     return "\n".join(lines + ["nr_sv 0", "SV"]) + "\n"
 
 
+class _counting:
+    """Iterates the lines of a file and keeps the number of the last one read (``n``, from 1)."""
+
+    def __init__(self, fh):
+        self.fh, self.n = fh, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = next(self.fh)
+        self.n += 1
+        return line
+
+
 def _parse_header(fh, path):
     header = {}
     for raw in fh:
@@ -337,8 +352,17 @@ def _parse_model(path, first_index=1, one_class=False):
     (svm-train -b 1), else None."""
     path = os.fspath(path)
     with open(path, encoding="ascii", errors="replace") as fh:
-        header = _parse_header(fh, path)
-        body = [ln.split() for ln in fh if ln.strip()]
+        counted = _counting(fh)
+        header = _parse_header(counted, path)
+        # (each support vector's line number in the file, for the messages: the header's length varies)
+        body, where = [], []
+        for ln in counted:
+            if ln.strip():
+                body.append(ln.split())
+                where.append(counted.n)
+
+    def file_line(i):
+        return f" (line {where[i]} of the file)"
 
     def one(key, cast=str, required=True):
         if key not in header:
@@ -400,7 +424,7 @@ def _parse_model(path, first_index=1, one_class=False):
     rows, cols, vals = [], [], []
     for i, tok in enumerate(body):
         if len(tok) < k - 1:
-            raise ValueError(f"{path}: support vector line {i + 1} has fewer than {k - 1} coefficients.")
+            raise ValueError(f"{path}: support vector line {i + 1} has fewer than {k - 1} coefficients{file_line(i)}.")
         try:
             sv_coef[:, i] = [float(t) for t in tok[:k - 1]]
             for t in tok[k - 1:]:
@@ -409,7 +433,7 @@ def _parse_model(path, first_index=1, one_class=False):
                 cols.append(int(j))
                 vals.append(float(v))
         except ValueError as exc:
-            raise ValueError(f"{path}: cannot parse support vector line {i + 1}.") from exc
+            raise ValueError(f"{path}: cannot parse support vector line {i + 1}{file_line(i)}.") from exc
     # float() reads "nan", "inf" and 1e400 (as LIBSVM's strtod), and such a model loaded silently: its decision
     # values were all NaN, and predict gave the first class for every point
     for key, values in (("rho", rho), ("probA", None if prob is None else prob[0]),
@@ -424,7 +448,7 @@ def _parse_model(path, first_index=1, one_class=False):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{path}: support vector line {i + 1} has a coefficient or feature value that is not "
-                         f"finite: {' '.join(body[i])[:200]!r}.")
+                         f"finite{file_line(i)}: {' '.join(body[i])[:200]!r}.")
     try:
         cols_a = np.asarray(cols, dtype=np.int64)
     except OverflowError as exc:
@@ -441,7 +465,7 @@ def _parse_model(path, first_index=1, one_class=False):
     if repeated.size:  # (a dense model would keep the last value, a sparse one their sum, LIBSVM neither)
         at = by_entry[repeated[0]]
         raise ValueError(f"{path}: support vector line {int(rows_a[at]) + 1} repeats feature index "
-                         f"{int(cols_a[at]) + first_index}.")
+                         f"{int(cols_a[at]) + first_index}{file_line(int(rows_a[at]))}.")
     gamma, coef0 = one("gamma", float, required=kernel != "linear"), one("coef0", float, required=False)
     degree = one("degree", int, required=False)
     try:  # (the gram's own checks, which ran only at the first prediction, without the file's name)

@@ -902,3 +902,19 @@ def test_gram_parameters_of_a_model_file_are_checked_when_it_is_read(tmp_path, c
     assert str(tmp_path / "m") in err and match in err
     (tmp_path / "m").write_text(text)
     assert main(["predict", "-q", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 0
+
+
+def test_model_file_errors_give_the_line_number_in_the_file(tmp_path, capsys):
+    """"cannot parse support vector line 2" counted the support vectors only: the line to fix was that plus the
+    header's length (which varies with the kernel and -b 1) plus any blank lines, for the user to work out."""
+    text = ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 2\nrho 0.1\nlabel 1 -1\n"
+            "nr_sv 1 1\nSV\n0.5 1:0.2\n\n-0.5 1:1 2:x\n")
+    (tmp_path / "m").write_text(text)
+    with pytest.raises(ValueError, match=r"cannot parse support vector line 2 \(line 12 of the file\)"):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "m").write_text(text.replace("2:x", "1:3"))
+    with pytest.raises(ValueError, match=r"line 2 repeats feature index 1 \(line 12 of the file\)"):
+        load_libsvm_model(tmp_path / "m")
+    (tmp_path / "te").write_text("1 1:0.5\n")
+    assert main(["predict", str(tmp_path / "te"), str(tmp_path / "m"), str(tmp_path / "o")]) == 1
+    assert "(line 12 of the file)" in capsys.readouterr().err
