@@ -424,3 +424,23 @@ def test_gpu_puts_f_ordered_x_in_c_order_so_gamma_scale_is_the_c_ordered_ones(gp
     m = SVC(device="gpu").fit(np.asfortranarray(X), y)
     assert m._gamma == ref._gamma
     np.testing.assert_array_equal(gpu_backend.to_host(m.dual_coef_), gpu_backend.to_host(ref.dual_coef_))
+
+
+def test_rbf_gram_of_a_huge_gamma_warns_of_no_overflow():
+    """With gamma = 1e308 the RBF exponent -gamma d overflows to -inf for d > 1.8, which exp turns into the 0.0 it
+    rounds to anyway: the gram is right, but NumPy's "overflow encountered in multiply" RuntimeWarning leaked to
+    the user at every prediction (BudgetSVC, SVC). Now none; the values are exp's of the clipped exponents."""
+    import warnings
+
+    from gpusvm import BudgetSVC
+
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(20, 4)), rng.normal(size=(30, 4))
+    cpu = get_backend("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        K = cpu.gram(A, B, GramSpec("rbf", 1e308), dtype=np.float64)
+        y = np.where(A[:, 0] > 0, 1, -1)
+        BudgetSVC(gamma=1e308, budget=5, random_state=0, device="cpu").fit(A, y).predict(B)
+    d = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    assert np.all(K[d > 1e-300] == 0.0) and np.all(np.isfinite(K))

@@ -197,7 +197,8 @@ def _transform_numpy(be, prod, dst, xn, yn, spec):
         prod += xn[:, None]
         prod += yn[None, :]
         np.maximum(prod, T(0.0), out=prod)
-        prod *= T(-spec.gamma)
+        with np.errstate(over="ignore"):  # (-gamma d overflowing to -inf is exact here: exp gives the 0.0 it
+            prod *= T(-spec.gamma)  # rounds to anyway; gamma=1e308 leaked "overflow encountered in multiply")
         np.exp(prod, out=dst)
         return
     prod *= T(spec.gamma)
