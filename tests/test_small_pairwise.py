@@ -129,7 +129,7 @@ def test_rbf_screen_answers_only_where_it_is_certain():
     wherever it is given: samples of tight and loose clusters, near the origin and far from it, at gammas
     from 1e-4 to 1e4 (both answers, and the exact answer float64 next to certain ones)."""
     from gpusvm._backend.ops.gram_errors import (RBF_SCREEN_MIN_LIMIT, _pair_median_above, _rbf_screen,
-                                                 _rbf_upper_args, _rbf_upper_args_many)
+                                                 _rbf_upper_args, _upper_many)
 
     rng = np.random.default_rng(7)
     counts = {"sure": 0, "unsure_f32": 0, "f64": 0}
@@ -141,7 +141,7 @@ def test_rbf_screen_answers_only_where_it_is_certain():
         gamma = 10 ** rng.uniform(-4, 4)
         sq = np.einsum("ij,ij->i", S, S)
         prod = S @ S.T
-        args = _rbf_upper_args_many(prod[None], sq[None], np.float64(-gamma))
+        args = _upper_many(prod[None], sq[None], np.float64(-gamma))
         assert np.array_equal(args, _rbf_upper_args(prod, sq, np.float64(-gamma)), equal_nan=True)
         sure = _rbf_screen(prod[None], sq[None], np.float64(-gamma))
         exact = [_pair_median_above(np.exp(args), m, limit) for limit in (RBF_SCREEN_MIN_LIMIT, 1e-3)]

@@ -256,22 +256,8 @@ _RBF_SCREEN_DIAG = -1e-9  # (diagonal exponents at least this: K_ii >= 1 - 1e-9)
 
 
 @numba.njit(cache=True, nogil=True)
-def _rbf_upper_args_many(prod, sq, neg_gamma):
-    """:func:`_rbf_upper_args` of each sample ``p`` (``prod[p]``, ``sq[p]``), one after the other in one vector."""
-    P, m = prod.shape[0], prod.shape[1]
-    out = np.empty(P * (m * (m + 1) // 2))
-    k = 0
-    for p in range(P):
-        for i in range(m):
-            for j in range(i, m):
-                out[k] = _rbf_arg(prod[p, i, j], sq[p, i], sq[p, j], neg_gamma)
-                k += 1
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _rbf_screen(prod, sq, neg_gamma):
-    """Per sample ``p`` (``prod[p]``, ``sq[p]``, as :func:`_rbf_upper_args_many` takes them): whether its pair
+    """Per sample ``p`` (``prod[p]``, ``sq[p]``, as :func:`_upper_many` takes them): whether its pair
     measure is certainly at most :data:`RBF_SCREEN_MIN_LIMIT`, so that the answer is float32 for any limit from
     that one up (False: not known, the values decide).
 
@@ -305,15 +291,20 @@ def _rbf_screen(prod, sq, neg_gamma):
 
 
 @numba.njit(cache=True, nogil=True)
-def _upper_many(prod):
-    """The upper triangles (i <= j, row by row) of the matrices ``prod[p]``, one after the other in one vector."""
+def _upper_many(prod, sq=None, neg_gamma=0.0):
+    """The upper triangles (i <= j, row by row) of the matrices ``prod[p]``, one after the other in one vector;
+    with the squared norms ``sq[p]`` of each sample, their RBF exponents instead (:func:`_rbf_upper_args` of each
+    sample; Numba compiles the two forms apart, ``sq`` None or an array)."""
     P, m = prod.shape[0], prod.shape[1]
     out = np.empty(P * (m * (m + 1) // 2))
     k = 0
     for p in range(P):
         for i in range(m):
             for j in range(i, m):
-                out[k] = prod[p, i, j]
+                if sq is None:
+                    out[k] = prod[p, i, j]
+                else:
+                    out[k] = _rbf_arg(prod[p, i, j], sq[p, i], sq[p, j], neg_gamma)
                 k += 1
     return out
 
@@ -371,7 +362,7 @@ def float32_too_coarse_many(X, x_sqnorm, spec, rows, starts, limit):
                         continue
                     if keep.shape[0] < ps.shape[0]:
                         ps, prod, sq = ps[keep], prod[keep], sq[keep]
-                K = np.exp(_rbf_upper_args_many(prod, sq, neg_gamma))
+                K = np.exp(_upper_many(prod, sq, neg_gamma))
             else:
                 K = _upper_many(prod)
             out[ps] = _pair_median_above_many(K, ps.shape[0], m, float(limit))
