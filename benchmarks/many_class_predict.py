@@ -19,7 +19,6 @@ All fits are SVC(C=1, gamma="scale"), rbf.
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from many_classes import _blobs  # noqa: E402  (make_blobs with 10 features, seed 0)
+from many_classes import _blobs, cli_main  # noqa: E402  (_blobs: make_blobs with 10 features, seed 0)
 
 
 CASES = {
@@ -158,17 +157,7 @@ def markdown(results, meta):
 
 
 def main():
-    from _results import run_datasets
-
-    from gpusvm.bench.harness import _cpu_model
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--cases", default=",".join(CASES))
-    args = ap.parse_args()
-    names = [c for c in args.cases.split(",") if c]
-    run_datasets("many_class_predict_cpu", names, lambda name, _: run_case(name, args.repeat), markdown,
-                 machine_note=f"{_cpu_model()}; shared with other jobs: compare within one run", needs_data=False)
+    cli_main("many_class_predict_cpu", CASES, run_case, markdown, 5)
 
 
 if __name__ == "__main__":

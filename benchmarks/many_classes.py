@@ -116,18 +116,25 @@ def markdown(results, meta):
     return "\n".join(lines) + "\n"
 
 
-def main():
+def cli_main(stem, cases, run_case, markdown, repeat):
+    """The command line of this script and of many_class_predict.py: ``--repeat`` (default ``repeat``) and
+    ``--cases`` (default all of ``cases``), each case's ``run_case(name, repeat)`` written by
+    :func:`_results.run_datasets` to benchmarks/results/<stem>.{json,md}."""
     from _results import run_datasets
 
     from gpusvm.bench.harness import _cpu_model
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--cases", default=",".join(cases))
     args = ap.parse_args()
     names = [c for c in args.cases.split(",") if c]
-    run_datasets("many_classes_cpu", names, lambda name, _: run_case(name, args.repeat), markdown,
+    run_datasets(stem, names, lambda name, _: run_case(name, args.repeat), markdown,
                  machine_note=f"{_cpu_model()}; shared with other jobs: compare within one run", needs_data=False)
+
+
+def main():
+    cli_main("many_classes_cpu", CASES, run_case, markdown, 7)
 
 
 if __name__ == "__main__":
